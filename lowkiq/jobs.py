@@ -1,0 +1,84 @@
+"""Jobs as users enqueue them, and as the queue hands them back."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from .serializers import DumpPayload, to_bytes
+
+ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in"})
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job in the queue or in processing. ``payloads`` ascend by score."""
+
+    id: str
+    payloads: list[tuple[Any, float]]
+    perform_in: float
+    retry_count: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MorgueJob:
+    """A dead job: never processed until an operator requeues it."""
+
+    id: str
+    payloads: list[tuple[Any, float]]
+    updated_at: float
+    error: str | None = None
+
+
+class PreparedJob(NamedTuple):
+    id: str
+    perform_in: float
+    payload: bytes
+    score: float
+
+
+def normalize_id(value: Any, index: int) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(f"job {index}: id must be a str or an int, got {type(value).__name__} {value!r}")
+    text = str(value)
+    if not text:
+        raise ValueError(f"job {index}: id must not be empty")
+    return text
+
+
+def _number(value: Any, field: str, index: int) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"job {index}: {field} must be a number (unix time or version), got {type(value).__name__} {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"job {index}: {field} must be finite, got {value!r}")
+    return number
+
+
+def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: DumpPayload) -> list[PreparedJob]:
+    """Validate and serialize a whole batch before anything is written.
+
+    Raises TypeError or ValueError naming the first bad job's index.
+    """
+    if isinstance(jobs, (Mapping, str, bytes)):
+        raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
+    prepared = []
+    for index, job in enumerate(jobs):
+        if not isinstance(job, Mapping):
+            raise TypeError(f"job {index}: must be a dict with 'id', got {type(job).__name__}")
+        unknown = set(job) - ALLOWED_KEYS
+        if unknown:
+            raise ValueError(f"job {index}: unknown keys {sorted(map(str, unknown))}; allowed: id, payload, score, perform_in")
+        if "id" not in job:
+            raise ValueError(f"job {index}: missing 'id'")
+        job_id = normalize_id(job["id"], index)
+        score = _number(job["score"], "score", index) if "score" in job else now
+        perform_in = _number(job["perform_in"], "perform_in", index) if "perform_in" in job else now
+        try:
+            payload = to_bytes(dump_payload(job.get("payload", "")))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise type(exc)(f"job {index} (id {job_id!r}): payload cannot be serialized: {exc}") from exc
+        prepared.append(PreparedJob(job_id, perform_in, payload, score))
+    return prepared

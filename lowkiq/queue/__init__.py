@@ -1,0 +1,1 @@
+"""Everything lowkiq keeps in Redis: keys, Lua scripts, writes, reads, actions, metrics."""

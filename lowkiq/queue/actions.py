@@ -1,0 +1,66 @@
+"""Operators' bulk actions on one queue. Each answers how many jobs it touched.
+
+Every action is one script per shard (atomic per shard), all shards in one
+pipelined round trip.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+import redis
+
+from . import codec, lua
+from .keys import QueueKeys
+
+
+class Actions:
+    def __init__(self, client: redis.Redis, keys: QueueKeys, *, clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.keys = keys
+        self.clock = clock
+        self._shards = keys.shards()
+
+    def morgue_requeue(self, ids: Iterable[str]) -> int:
+        """Morgue jobs back to the queue: perform_in = now, retry_count = -1, merged with a queued job."""
+        now = self.clock()
+        return self._by_ids("morgue_requeue", ids, lambda shard_ids: (now, "ids", *shard_ids))
+
+    def morgue_requeue_all(self) -> int:
+        return self._every_shard("morgue_requeue", (self.clock(), "all"))
+
+    def morgue_delete(self, ids: Iterable[str]) -> int:
+        return self._by_ids("morgue_delete", ids, lambda shard_ids: ("ids", *shard_ids))
+
+    def morgue_delete_all(self) -> int:
+        return self._every_shard("morgue_delete", ("all",))
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete queued jobs (not those in processing)."""
+        return self._by_ids("delete", ids, lambda shard_ids: ("ids", *shard_ids))
+
+    def delete_all(self) -> int:
+        return self._every_shard("delete", ("all",))
+
+    def perform_all_now(self) -> int:
+        """Every job scheduled in the future becomes ready now."""
+        return self._every_shard("perform_all_now", (self.clock(),))
+
+    def kill_failed(self) -> int:
+        """Every job with retry_count >= 0 goes to the morgue, with all its payloads and its error."""
+        return self._every_shard("kill_failed", (self.clock(),))
+
+    def delete_failed(self) -> int:
+        """Every job with retry_count >= 0 is deleted."""
+        return self._every_shard("delete_failed", ())
+
+    def _every_shard(self, name: str, args: tuple) -> int:
+        return sum(lua.run_many(self.client, [(name, shard, args) for shard in self._shards]))
+
+    def _by_ids(self, name: str, ids: Iterable[str], args: Callable[[list[str]], tuple]) -> int:
+        groups: dict[int, list[str]] = {}
+        for job_id in dict.fromkeys(str(i) for i in ids):
+            groups.setdefault(codec.shard_of(job_id, self.keys.shards_count), []).append(job_id)
+        calls = [(name, self._shards[shard], args(shard_ids)) for shard, shard_ids in sorted(groups.items())]
+        return sum(lua.run_many(self.client, calls))

@@ -1,0 +1,262 @@
+"""Reads of one queue for the console: ranges with keyset paging, lookups by id, processing.
+
+Each shard answers a page of its own index (one pipelined round trip for
+all shards), the pages are merged here, and the page's jobs are fetched in
+a second round trip: two round trips per page, whatever the queue's size.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
+
+import redis
+
+from ..jobs import Job, MorgueJob
+from . import codec, lua
+from .keys import QueueKeys
+
+T = TypeVar("T")
+
+ENQUEUED_ORDERS = ("id", "perform_in", "retry_count")
+MORGUE_ORDERS = ("id", "updated_at")
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """The position of a row in an ordering: its score (0 for id orders) and its id."""
+
+    score: float
+    id: str
+
+    def encode(self) -> str:
+        return f"{self.score!r}:{self.id}"
+
+    @classmethod
+    def decode(cls, token: str) -> "Cursor":
+        score, sep, job_id = token.partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            return cls(float(score), job_id)
+        except ValueError:
+            raise ValueError(f"malformed cursor {token!r}: expected '<score>:<id>'") from None
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    rows: list[T]
+    # Cursors of the first and last rows, to ask for the previous or next page.
+    first: Cursor | None
+    last: Cursor | None
+    has_more: bool
+
+
+def _bound(value: Any, order_by: str, name: str) -> str:
+    if value is None or value == "":
+        return ""
+    if order_by == "id":
+        return str(value)
+    try:
+        return repr(float(value))
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number when ordering by {order_by}, got {value!r}") from None
+
+
+def _limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be an int in 1..{MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+class Queries:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: QueueKeys,
+        *,
+        load_payload: Callable[[bytes], Any],
+        load_error: Callable[[bytes], str],
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.load_payload = load_payload
+        self.load_error = load_error
+        self._shards = keys.shards()
+
+    # ---- ranges -------------------------------------------------------
+
+    def enqueued(
+        self,
+        order_by: str = "perform_in",
+        *,
+        desc: bool = False,
+        min: Any = None,
+        max: Any = None,
+        limit: int = 100,
+        after: Cursor | None = None,
+        before: Cursor | None = None,
+    ) -> Page[Job]:
+        """A page of the queue (fresh and retries) ordered by id, perform_in or retry_count."""
+        if order_by not in ENQUEUED_ORDERS:
+            raise ValueError(f"order_by must be one of {', '.join(ENQUEUED_ORDERS)}, got {order_by!r}")
+        return self._page(order_by, desc, min, max, limit, after, before, self.jobs)
+
+    def morgue(
+        self,
+        order_by: str = "updated_at",
+        *,
+        desc: bool = False,
+        min: Any = None,
+        max: Any = None,
+        limit: int = 100,
+        after: Cursor | None = None,
+        before: Cursor | None = None,
+    ) -> Page[MorgueJob]:
+        """A page of the morgue ordered by id or updated_at."""
+        if order_by not in MORGUE_ORDERS:
+            raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
+        return self._page("morgue_" + order_by, desc, min, max, limit, after, before, self.morgue_jobs)
+
+    def _page(self, index, desc, min, max, limit, after, before, fetch) -> Page[Any]:
+        limit = _limit(limit)
+        order_by = index.removeprefix("morgue_")
+        lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
+        backwards = before is not None
+        cursor = before if backwards else after
+        # Ask one row more than shown to know whether another page follows.
+        rows = self._positions(index, desc != backwards, lo, hi, cursor, limit + 1)
+        has_more = len(rows) > limit
+        rows = rows[:limit]
+        if backwards:
+            rows.reverse()
+        jobs = fetch([job_id for _, job_id in rows])
+        by_id = {job.id: job for job in jobs}
+        shown = [by_id[job_id] for _, job_id in rows if job_id in by_id]
+        first = Cursor(*rows[0]) if rows else None
+        last = Cursor(*rows[-1]) if rows else None
+        return Page(shown, first, last, has_more)
+
+    def _positions(self, index: str, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int) -> list[tuple[float, str]]:
+        if index == "retry_count":
+            return self._retry_count_positions(desc, lo, hi, cursor, limit)
+        return self._merged(index, desc, lo, hi, cursor, limit)
+
+    def _merged(self, index: str, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int) -> list[tuple[float, str]]:
+        after_score = repr(cursor.score) if cursor else ""
+        after_id = cursor.id if cursor else ""
+        args = (index, "1" if desc else "0", lo, hi, after_score, after_id, limit)
+        replies = lua.run_many(self.client, [("range", shard, args) for shard in self._shards])
+        per_shard = [
+            [(float(reply[i + 1]), codec.text(reply[i])) for i in range(0, len(reply), 2)] for reply in replies
+        ]
+        # Each shard's page is sorted as Redis sorts: by score, then bytewise by id.
+        merged = heapq.merge(*per_shard, key=lambda row: (row[0], row[1].encode()), reverse=desc)
+        return list(itertools.islice(merged, limit))
+
+    def _retry_count_positions(self, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int) -> list[tuple[float, str]]:
+        # Fresh jobs (retry_count -1) are not in the retry index: they are the ids
+        # of the id index that the retry index lacks, ordered by id.
+        fresh_in_range = (lo == "" or float(lo) <= -1) and (hi == "" or float(hi) >= -1)
+        fresh_cursor = cursor if cursor and cursor.score == -1 else None
+        retries_lo = lo if lo and float(lo) > 0 else "0"
+        sections: list[Callable[[], list[tuple[float, str]]]] = []
+        fresh = lambda: self._merged("fresh", desc, "", "", fresh_cursor, limit)  # noqa: E731
+        retries = lambda: self._merged("retry_count", desc, retries_lo, hi, cursor if cursor and cursor.score >= 0 else None, limit)  # noqa: E731
+        if desc:
+            if cursor is None or cursor.score >= 0:
+                sections.append(retries)
+            if fresh_in_range:
+                sections.append(fresh)
+        else:
+            if fresh_in_range and (cursor is None or cursor.score == -1):
+                sections.append(fresh)
+            sections.append(retries)
+        rows: list[tuple[float, str]] = []
+        for section in sections:
+            rows += section()[: limit - len(rows)]
+            if len(rows) >= limit:
+                break
+        return rows
+
+    # ---- lookups ------------------------------------------------------
+
+    def jobs(self, ids: Iterable[str]) -> list[Job]:
+        """Queued jobs by id, in the order given; missing ids are left out."""
+        ids = [str(i) for i in ids]
+        by_shard = self._group(ids)
+        pipe = self.client.pipeline(transaction=False)
+        for shard, shard_ids in by_shard.items():
+            k = self._shards[shard]
+            pipe.hmget(k.payloads_hash, shard_ids)
+            pipe.zmscore(k.ids_by_perform_in_zset, shard_ids)
+            pipe.zmscore(k.ids_by_retry_count_zset, shard_ids)
+            pipe.hmget(k.errors_hash, shard_ids)
+        replies = pipe.execute() if by_shard else []
+        found: dict[str, Job] = {}
+        for n, shard_ids in enumerate(by_shard.values()):
+            blobs, performs, retries, errors = replies[4 * n : 4 * n + 4]
+            for job_id, blob, perform_in, retry_count, error in zip(shard_ids, blobs, performs, retries, errors):
+                if blob is None:
+                    continue
+                found[job_id] = Job(
+                    id=job_id,
+                    payloads=codec.payloads(blob, self.load_payload),
+                    perform_in=float(perform_in),
+                    retry_count=int(retry_count) if retry_count is not None else -1,
+                    error=self.load_error(error) if error else None,
+                )
+        return [found[i] for i in ids if i in found]
+
+    def morgue_jobs(self, ids: Iterable[str]) -> list[MorgueJob]:
+        """Morgue jobs by id, in the order given; missing ids are left out."""
+        ids = [str(i) for i in ids]
+        by_shard = self._group(ids)
+        pipe = self.client.pipeline(transaction=False)
+        for shard, shard_ids in by_shard.items():
+            k = self._shards[shard]
+            pipe.hmget(k.morgue_payloads_hash, shard_ids)
+            pipe.zmscore(k.morgue_ids_by_updated_at_zset, shard_ids)
+            pipe.hmget(k.morgue_errors_hash, shard_ids)
+        replies = pipe.execute() if by_shard else []
+        found: dict[str, MorgueJob] = {}
+        for n, shard_ids in enumerate(by_shard.values()):
+            blobs, updated, errors = replies[3 * n : 3 * n + 3]
+            for job_id, blob, updated_at, error in zip(shard_ids, blobs, updated, errors):
+                if blob is not None:
+                    found[job_id] = codec.morgue_job(job_id, blob, updated_at, error, self.load_payload, self.load_error)
+        return [found[i] for i in ids if i in found]
+
+    def job(self, job_id: str) -> Job | None:
+        found = self.jobs([job_id])
+        return found[0] if found else None
+
+    def morgue_job(self, job_id: str) -> MorgueJob | None:
+        found = self.morgue_jobs([job_id])
+        return found[0] if found else None
+
+    def busy(self, shards: Sequence[int] | None = None) -> list[Job]:
+        """Jobs in processing right now, shard by shard."""
+        shards = range(self.keys.shards_count) if shards is None else shards
+        pipe = self.client.pipeline(transaction=False)
+        for s in shards:
+            pipe.hgetall(self._shards[s].processing_hash)
+        jobs = []
+        for records in pipe.execute():
+            for job_id, blob in sorted(records.items()):
+                jobs.append(codec.processing_record(codec.text(job_id), blob, self.load_payload, self.load_error))
+        return jobs
+
+    def busy_job(self, job_id: str) -> Job | None:
+        blob = self.client.hget(self._shards[codec.shard_of(job_id, self.keys.shards_count)].processing_hash, job_id)
+        return codec.processing_record(job_id, blob, self.load_payload, self.load_error) if blob else None
+
+    def _group(self, ids: Sequence[str]) -> dict[int, list[str]]:
+        groups: dict[int, list[str]] = {}
+        for job_id in ids:
+            groups.setdefault(codec.shard_of(job_id, self.keys.shards_count), []).append(job_id)
+        return groups
+

@@ -1,0 +1,145 @@
+"""Writes to one queue: enqueue, and the server's take / ack / fail / restore steps."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import msgpack
+import redis
+
+from ..jobs import Job, MorgueJob, PreparedJob
+from . import codec, lua
+from .keys import QueueKeys
+
+# Jobs per push script: big enough to amortize the round trip, small enough
+# that one script never blocks Redis for long.
+PUSH_SLICE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """A batch moved into processing, and when the shard's next job is due."""
+
+    shard: int
+    jobs: list[Job]
+    next_perform_in: float | None
+
+
+class Queue:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: QueueKeys,
+        *,
+        load_payload: Callable[[bytes], Any],
+        load_error: Callable[[bytes], str],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.load_payload = load_payload
+        self.load_error = load_error
+        self.clock = clock
+        self._shards = keys.shards()
+
+    def shard_of(self, job_id: str) -> int:
+        return codec.shard_of(job_id, self.keys.shards_count)
+
+    def push(self, jobs: Sequence[PreparedJob]) -> int:
+        """Enqueue prepared jobs with merge rule "new job"; one round trip for all shards."""
+        by_shard: dict[int, list[Any]] = defaultdict(list)
+        for job in jobs:
+            by_shard[self.shard_of(job.id)].extend(job)
+        calls = []
+        for shard, flat in sorted(by_shard.items()):
+            step = PUSH_SLICE * 4
+            for i in range(0, len(flat), step):
+                blob = msgpack.packb(flat[i : i + step], use_bin_type=False)
+                calls.append(("push", self._shards[shard], (blob,)))
+        return sum(lua.run_many(self.client, calls))
+
+    def ack_and_take(
+        self,
+        ack: tuple[int, Sequence[str]] | None,
+        take: tuple[int, int] | None,
+        now: float | None = None,
+    ) -> Taken | None:
+        """Acknowledge one shard's finished batch and take the next batch, in one round trip.
+
+        ``ack`` is (shard, ids) of the batch that succeeded; ``take`` is
+        (shard, limit). On the same shard this is one script call; on two
+        shards, two scripts pipelined together.
+        """
+        now = self.clock() if now is None else now
+        if take is None:
+            if ack is not None:
+                lua.run(self.client, "ack_and_take", self._shards[ack[0]], (now, 0, *ack[1]))
+            return None
+        shard, limit = take
+        if ack is None or ack[0] == shard:
+            acked = ack[1] if ack else ()
+            reply = lua.run(self.client, "ack_and_take", self._shards[shard], (now, limit, *acked))
+        else:
+            _, reply = lua.run_many(
+                self.client,
+                [
+                    ("ack_and_take", self._shards[ack[0]], (now, 0, *ack[1])),
+                    ("ack_and_take", self._shards[shard], (now, limit)),
+                ],
+            )
+        return self._taken(shard, reply)
+
+    def _taken(self, shard: int, reply: list[Any]) -> Taken:
+        load_payload, load_error = self.load_payload, self.load_error
+        jobs = []
+        for i in range(1, len(reply), 5):
+            flat = msgpack.unpackb(reply[i + 4], raw=True)
+            err = reply[i + 3]
+            jobs.append(
+                Job(
+                    id=reply[i].decode(),
+                    payloads=[(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)],
+                    perform_in=float(reply[i + 2]),
+                    retry_count=int(reply[i + 1]),
+                    error=load_error(err) if err else None,
+                )
+            )
+        head = reply[0]
+        return Taken(shard, jobs, float(head) if head is not None else None)
+
+    def fail(
+        self,
+        shard: int,
+        retries: Sequence[tuple[str, float]],
+        error: bytes,
+        max_retry_count: int,
+        now: float | None = None,
+    ) -> list[MorgueJob]:
+        """A batch failed. ``retries`` is (id, perform_in of its next try) for every job of it.
+
+        Returns the jobs whose oldest payload just entered the morgue.
+        """
+        now = self.clock() if now is None else now
+        args: list[Any] = [now, max_retry_count, error]
+        for job_id, perform_in in retries:
+            args += (job_id, perform_in)
+        reply = lua.run(self.client, "fail", self._shards[shard], args)
+        morgued = []
+        for i in range(0, len(reply), 2):
+            morgued.append(
+                MorgueJob(
+                    id=reply[i].decode(),
+                    payloads=codec.payloads(reply[i + 1], self.load_payload),
+                    updated_at=now,
+                    error=self.load_error(error),
+                )
+            )
+        return morgued
+
+    def restore(self, shards: Sequence[int] | None = None) -> int:
+        """Move every job left in processing back to the queue; returns how many."""
+        shards = range(self.keys.shards_count) if shards is None else shards
+        return sum(lua.run_many(self.client, [("restore", self._shards[s], ()) for s in shards]))

@@ -1,0 +1,126 @@
+-- Prepended to every script. KEYS are ShardKeys.all() of one shard, in this order.
+local K_READY, K_LEX, K_RETRIES, K_PAYLOADS, K_ERRORS, K_PROCESSING = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local K_M_LEX, K_M_UPDATED, K_M_PAYLOADS, K_M_ERRORS, K_COUNTERS = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+
+-- Lua turns numbers into strings with 14 digits; scores need all 17.
+local function num(n)
+  return string.format('%.17g', n)
+end
+
+-- Redis rejects commands with too many arguments for Lua's C stack; write in slices.
+local CHUNK = 1000
+local function call_chunked(cmd, key, args, step)
+  local n = #args
+  for i = 1, n, CHUNK * step do
+    local last = math.min(i + CHUNK * step - 1, n)
+    redis.call(cmd, key, unpack(args, i, last))
+  end
+end
+
+-- Payloads are a flat array {payload, score, payload, score, ...} sorted by score.
+-- Union of lists: an equal payload keeps the lower score, whatever the order of arrival.
+local function merge_payloads(a, b)
+  local best, order = {}, {}
+  local function add(list)
+    for i = 1, #list, 2 do
+      local p, s = list[i], list[i + 1]
+      local cur = best[p]
+      if cur == nil then
+        best[p] = s
+        order[#order + 1] = p
+      elseif s < cur then
+        best[p] = s
+      end
+    end
+  end
+  add(a)
+  add(b)
+  if #order > 1 then
+    table.sort(order, function(x, y)
+      local sx, sy = best[x], best[y]
+      if sx ~= sy then return sx < sy end
+      return x < y
+    end)
+  end
+  local out = {}
+  for i, p in ipairs(order) do
+    out[2 * i - 1] = p
+    out[2 * i] = best[p]
+  end
+  return out
+end
+
+local function decode(blob)
+  return cmsgpack.unpack(blob)
+end
+
+local function encode(list)
+  return cmsgpack.pack(list)
+end
+
+local function remove_from_queue(ids)
+  if #ids == 0 then return end
+  call_chunked('ZREM', K_READY, ids, 1)
+  call_chunked('ZREM', K_LEX, ids, 1)
+  call_chunked('ZREM', K_RETRIES, ids, 1)
+  call_chunked('HDEL', K_PAYLOADS, ids, 1)
+  call_chunked('HDEL', K_ERRORS, ids, 1)
+end
+
+-- Puts a job into the queue, merging with a queued job of the same id.
+-- keep_schedule: a new job keeps the queued job's perform_in, retry_count and error;
+-- otherwise (failed or requeued job) the incoming values win.
+local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedule)
+  local existing = redis.call('HGET', K_PAYLOADS, id)
+  if existing then
+    payloads = merge_payloads(decode(existing), payloads)
+  else
+    payloads = merge_payloads(payloads, {})
+    redis.call('ZADD', K_LEX, 0, id)
+  end
+  redis.call('HSET', K_PAYLOADS, id, encode(payloads))
+  if existing and keep_schedule then return end
+  redis.call('ZADD', K_READY, num(perform_in), id)
+  if retry_count >= 0 then
+    redis.call('ZADD', K_RETRIES, retry_count, id)
+  elseif existing then
+    redis.call('ZREM', K_RETRIES, id)
+  end
+  if err then
+    redis.call('HSET', K_ERRORS, id, err)
+  elseif existing then
+    redis.call('HDEL', K_ERRORS, id)
+  end
+end
+
+-- A payload entering the morgue joins a morgue job of the same id; the newest error wins.
+local function morgue_put(id, payloads, updated_at, err)
+  local existing = redis.call('HGET', K_M_PAYLOADS, id)
+  if existing then
+    payloads = merge_payloads(decode(existing), payloads)
+  else
+    payloads = merge_payloads(payloads, {})
+    redis.call('ZADD', K_M_LEX, 0, id)
+  end
+  redis.call('HSET', K_M_PAYLOADS, id, encode(payloads))
+  redis.call('ZADD', K_M_UPDATED, num(updated_at), id)
+  if err then redis.call('HSET', K_M_ERRORS, id, err) end
+end
+
+local function remove_from_morgue(ids)
+  if #ids == 0 then return end
+  call_chunked('ZREM', K_M_LEX, ids, 1)
+  call_chunked('ZREM', K_M_UPDATED, ids, 1)
+  call_chunked('HDEL', K_M_PAYLOADS, ids, 1)
+  call_chunked('HDEL', K_M_ERRORS, ids, 1)
+end
+
+-- Ids given by the caller, or every id of a zset when the caller says 'all'.
+local function target_ids(mode, first, all_zset)
+  if mode == 'all' then
+    return redis.call('ZRANGE', all_zset, 0, -1)
+  end
+  local ids = {}
+  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
+  return ids
+end

@@ -1,0 +1,50 @@
+-- The hot path: acknowledge the shard's finished batch and take its next one, in one step.
+-- ARGV[1] = now, ARGV[2] = how many ids to take (0: only ack), ARGV[3..] = ids to acknowledge
+-- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...}
+local now, limit = ARGV[1], tonumber(ARGV[2])
+
+if #ARGV > 2 then
+  local n = 0
+  for i = 3, #ARGV, CHUNK do
+    n = n + redis.call('HDEL', K_PROCESSING, unpack(ARGV, i, math.min(i + CHUNK - 1, #ARGV)))
+  end
+  if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
+end
+
+local out = { false }
+if limit > 0 then
+  local ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  if #ready > 0 then
+    local any_retries = redis.call('EXISTS', K_RETRIES) == 1
+    local any_errors = redis.call('EXISTS', K_ERRORS) == 1
+    local ids, processing = {}, {}
+    for i = 1, #ready, 2 do
+      local id, perform_in = ready[i], ready[i + 1]
+      local retry_count = -1
+      if any_retries then
+        retry_count = tonumber(redis.call('ZSCORE', K_RETRIES, id) or -1)
+      end
+      local err = false
+      if any_errors then err = redis.call('HGET', K_ERRORS, id) end
+      local payloads = redis.call('HGET', K_PAYLOADS, id)
+      ids[#ids + 1] = id
+      processing[#processing + 1] = id
+      processing[#processing + 1] = cmsgpack.pack(retry_count, tonumber(perform_in), err) .. payloads
+      out[#out + 1] = id
+      out[#out + 1] = retry_count
+      out[#out + 1] = perform_in
+      out[#out + 1] = err
+      out[#out + 1] = payloads
+    end
+    call_chunked('HSET', K_PROCESSING, processing, 2)
+    call_chunked('ZREM', K_READY, ids, 1)
+    call_chunked('ZREM', K_LEX, ids, 1)
+    call_chunked('HDEL', K_PAYLOADS, ids, 1)
+    if any_retries then call_chunked('ZREM', K_RETRIES, ids, 1) end
+    if any_errors then call_chunked('HDEL', K_ERRORS, ids, 1) end
+  end
+end
+
+local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+if #head > 0 then out[1] = head[2] end
+return out

@@ -1,0 +1,30 @@
+-- A batch failed: retry each job, or move its oldest payload to the morgue once retries are exhausted.
+-- ARGV[1] = now, ARGV[2] = max_retry_count, ARGV[3] = error, ARGV[4..] = id, perform_in of its next try, ...
+-- Returns {id, morgued payloads (msgpack), ...} for the jobs that reached the morgue.
+local now, max_retry_count, err = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local morgued, failed = {}, 0
+for i = 4, #ARGV, 2 do
+  local id, next_perform_in = ARGV[i], tonumber(ARGV[i + 1])
+  local record = redis.call('HGET', K_PROCESSING, id)
+  if record then
+    local retry_count, _, _, payloads = cmsgpack.unpack(record)
+    retry_count = retry_count + 1
+    if retry_count >= max_retry_count then
+      local oldest = { payloads[1], payloads[2] }
+      morgue_put(id, oldest, now, err)
+      if #payloads > 2 then
+        local rest = {}
+        for j = 3, #payloads do rest[#rest + 1] = payloads[j] end
+        queue_put(id, rest, now, -1, false, false)
+      end
+      morgued[#morgued + 1] = id
+      morgued[#morgued + 1] = encode(oldest)
+    else
+      queue_put(id, payloads, next_perform_in, retry_count, err, false)
+    end
+    redis.call('HDEL', K_PROCESSING, id)
+    failed = failed + 1
+  end
+end
+if failed > 0 then redis.call('HINCRBY', K_COUNTERS, 'failed', failed) end
+return morgued

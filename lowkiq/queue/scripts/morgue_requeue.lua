@@ -1,0 +1,15 @@
+-- Move morgue jobs back to the queue (merge rule "requeued": perform_in = now, retry_count = -1).
+-- ARGV[1] = now, ARGV[2] = 'ids' or 'all', ARGV[3..] = ids
+-- Returns the number of jobs requeued.
+local now = tonumber(ARGV[1])
+local ids = target_ids(ARGV[2], 3, K_M_LEX)
+local moved = {}
+for _, id in ipairs(ids) do
+  local blob = redis.call('HGET', K_M_PAYLOADS, id)
+  if blob then
+    queue_put(id, decode(blob), now, -1, false, false)
+    moved[#moved + 1] = id
+  end
+end
+remove_from_morgue(moved)
+return #moved

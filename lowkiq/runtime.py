@@ -1,0 +1,111 @@
+"""The configured lowkiq of this process: settings plus the Redis client built from them.
+
+This is the one global, set at the edge by ``lowkiq.configure``; everything
+below it receives its collaborators explicitly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import redis
+
+from . import connection, registry
+from .config import Settings, build_settings
+from .jobs import prepare
+from .middleware import run_chain
+from .queue.actions import Actions
+from .queue.queries import Queries
+from .queue.queue import Queue
+
+if TYPE_CHECKING:
+    from .worker import Worker
+
+
+class NotConfigured(RuntimeError):
+    pass
+
+
+class Runtime:
+    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._client: redis.Redis | None = None
+        self._lock = threading.Lock()
+        self._registered: set[str] = set()
+
+    @property
+    def redis_url(self) -> str:
+        return self.settings.redis_url or connection.embedded_url()
+
+    @property
+    def client(self) -> redis.Redis:
+        """The enqueueing clients' pool (``client_pool_size`` connections)."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self.new_client(self.settings.client_pool_size)
+        return self._client
+
+    def new_client(self, pool_size: int) -> redis.Redis:
+        return connection.client(self.redis_url, pool_size=pool_size, timeout=self.settings.pool_timeout)
+
+    def queue(self, worker: type["Worker"], client: redis.Redis | None = None) -> Queue:
+        s = self.settings
+        return Queue(client or self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error, clock=self.clock)
+
+    def queries(self, worker: type["Worker"]) -> Queries:
+        s = self.settings
+        return Queries(self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error)
+
+    def actions(self, worker: type["Worker"]) -> Actions:
+        return Actions(self.client, worker.keys(), clock=self.clock)
+
+    def enqueue(self, worker: type["Worker"], jobs: list[Mapping[str, Any]]) -> int:
+        def write() -> int:
+            prepared = prepare(jobs, now=self.clock(), dump_payload=self.settings.dump_payload)
+            if not prepared:
+                return 0
+            self._register_once(worker)
+            return self.queue(worker).push(prepared)
+
+        return run_chain(self.settings.client_middlewares, worker, jobs, write)
+
+    def register(self, workers: Sequence[type["Worker"]]) -> None:
+        registry.register(self.client, workers)
+        self._registered.update(w.__name__ for w in workers)
+
+    def _register_once(self, worker: type["Worker"]) -> None:
+        if worker.__name__ not in self._registered:
+            self.register([worker])
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.connection_pool.disconnect()
+            self._client = None
+
+
+_current: Runtime | None = None
+
+
+def configure(**options: Any) -> Runtime:
+    """Configure lowkiq for this process. See README "Configuration" for every option.
+
+    Example::
+
+        lowkiq.configure(workers=[OrdersWorker], redis_url="redis://localhost:6379/0")
+    """
+    global _current
+    settings = build_settings(options)
+    if _current is not None:
+        _current.close()
+    _current = Runtime(settings)
+    return _current
+
+
+def current() -> Runtime:
+    if _current is None:
+        raise NotConfigured("lowkiq is not configured: call lowkiq.configure(workers=[...]) first")
+    return _current

@@ -1,0 +1,55 @@
+"""How payloads and errors become bytes in Redis, and back.
+
+Payloads default to canonical JSON (sorted keys, compact) so that equal
+payloads are equal bytes, and so merge as equal members of a job's set.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any, Callable
+
+DumpPayload = Callable[[Any], "bytes | str"]
+LoadPayload = Callable[[bytes], Any]
+FormatError = Callable[[BaseException], str]
+DumpError = Callable[[str], "bytes | str"]
+LoadError = Callable[[bytes], str]
+
+
+def dump_json(payload: Any) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def load_json(data: bytes) -> Any:
+    return json.loads(data)
+
+
+def dump_pickle(payload: Any) -> bytes:
+    """Opt-in only: a pickle in Redis runs code when loaded, so trust every writer."""
+    return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_pickle(data: bytes) -> Any:
+    return pickle.loads(data)  # noqa: S301 - explicit opt-in, see dump_pickle
+
+
+def format_error(exc: BaseException) -> str:
+    # An exception without a message would leave operators an empty error.
+    return str(exc) or type(exc).__name__
+
+
+def dump_error(error: str) -> bytes:
+    return error.encode("utf-8", "replace")
+
+
+def load_error(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def to_bytes(value: "bytes | str") -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    raise TypeError(f"a serializer must return bytes or str, got {type(value).__name__}")

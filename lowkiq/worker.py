@@ -1,0 +1,67 @@
+"""The base class users subclass: one worker, one queue."""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar, Mapping, Sequence
+
+from .jobs import MorgueJob
+from .queue.keys import QueueKeys
+
+
+class Worker:
+    """Processing logic for one queue.
+
+    Example::
+
+        class OrdersWorker(lowkiq.Worker):
+            shards_count = 24
+            batch_size = 10
+
+            def perform(self, payloads_by_id):
+                for id, payloads in payloads_by_id.items():
+                    sync_order(id, payloads[-1])
+
+        OrdersWorker.perform_async([{"id": 42, "payload": {"status": "paid"}}])
+    """
+
+    shards_count: ClassVar[int] = 5
+    batch_size: ClassVar[int] = 1
+    max_retry_count: ClassVar[int] = 25
+    queue_name: ClassVar[str] = "Worker"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "queue_name" not in cls.__dict__:
+            cls.queue_name = cls.__name__
+        QueueKeys(cls.queue_name, cls.shards_count)
+        for name in ("batch_size", "max_retry_count"):
+            value = getattr(cls, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{cls.__name__}.{name} must be a positive int, got {value!r}")
+
+    def retry_in(self, retry_count: int) -> float:
+        """Seconds until the next try: 15, 16, 31, 96, 271, ... plus jitter (25 retries ~ 20 days)."""
+        return retry_count**4 + 15 + random.randint(0, 29) * (retry_count + 1)
+
+    def perform(self, payloads_by_id: Mapping[str, list[Any]]) -> None:
+        """Process ``{id: [payload, ...]}``; payloads ascend by score (oldest first)."""
+        raise NotImplementedError(f"{type(self).__name__}.perform is not defined")
+
+    def retries_exhausted(self, batch: Sequence[MorgueJob]) -> None:
+        """Called with the jobs that just moved to the morgue."""
+
+    @classmethod
+    def perform_async(cls, jobs: Sequence[Mapping[str, Any]]) -> int:
+        """Enqueue jobs; returns how many distinct ids were written.
+
+        The whole batch is validated first: a bad job raises TypeError or
+        ValueError naming its index, and nothing is written.
+        """
+        from .runtime import current
+
+        return current().enqueue(cls, list(jobs))
+
+    @classmethod
+    def keys(cls) -> QueueKeys:
+        return QueueKeys(cls.queue_name, cls.shards_count)
