@@ -66,14 +66,16 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: Dump
         raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
     prepared = []
     for index, job in enumerate(jobs):
-        if not isinstance(job, Mapping):
+        if type(job) is not dict and not isinstance(job, Mapping):
             raise TypeError(f"job {index}: must be a dict with 'id', got {type(job).__name__}")
-        unknown = set(job) - ALLOWED_KEYS
-        if unknown:
+        if not ALLOWED_KEYS.issuperset(job):
+            unknown = set(job) - ALLOWED_KEYS
             raise ValueError(f"job {index}: unknown keys {sorted(map(str, unknown))}; allowed: id, payload, score, perform_in")
         if "id" not in job:
             raise ValueError(f"job {index}: missing 'id'")
-        job_id = normalize_id(job["id"], index)
+        raw_id = job["id"]
+        # Fast path for the common id types; normalize_id explains the rest.
+        job_id = raw_id if type(raw_id) is str and raw_id else str(raw_id) if type(raw_id) is int else normalize_id(raw_id, index)
         score = _number(job["score"], "score", index) if "score" in job else now
         perform_in = _number(job["perform_in"], "perform_in", index) if "perform_in" in job else now
         try:

@@ -17,8 +17,12 @@ DumpError = Callable[[str], "bytes | str"]
 LoadError = Callable[[bytes], str]
 
 
+# Built once: json.dumps with options builds a new encoder on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dump_json(payload: Any) -> bytes:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _CANONICAL.encode(payload).encode()
 
 
 def load_json(data: bytes) -> Any:

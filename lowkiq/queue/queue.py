@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from zlib import crc32
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -51,11 +52,16 @@ class Queue:
     def push(self, jobs: Sequence[PreparedJob]) -> int:
         """Enqueue prepared jobs with merge rule "new job"; one round trip for all shards."""
         by_shard: dict[int, list[Any]] = defaultdict(list)
+        shards_count = self.keys.shards_count
+        pack = msgpack.Packer(use_bin_type=False).pack
         for job in jobs:
-            by_shard[self.shard_of(job.id)].extend(job)
+            # The Lua side stores a new job's payload list as given: encode it here, in C.
+            by_shard[crc32(job.id.encode()) % shards_count].extend(
+                (job.id, repr(job.perform_in), pack((job.payload, job.score)))
+            )
         calls = []
         for shard, flat in sorted(by_shard.items()):
-            step = PUSH_SLICE * 4
+            step = PUSH_SLICE * 3
             for i in range(0, len(flat), step):
                 blob = msgpack.packb(flat[i : i + step], use_bin_type=False)
                 calls.append(("push", self._shards[shard], (blob,)))

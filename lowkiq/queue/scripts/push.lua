@@ -1,41 +1,46 @@
 -- Enqueue new jobs into one shard (merge rule "new job").
--- ARGV[1] = msgpack flat array {id, perform_in, payload, score, ...}
+-- ARGV[1] = msgpack flat array {id, perform_in, payloads, ...} where perform_in is a
+--           decimal string and payloads the msgpack array {payload, score} of that job.
 -- Returns the number of distinct ids written.
 local jobs = cmsgpack.unpack(ARGV[1])
-local pending, order = {}, {}
-for i = 1, #jobs, 4 do
+local entries, ids = {}, {}
+for i = 1, #jobs, 3 do
   local id = jobs[i]
-  local entry = pending[id]
-  if not entry then
-    local existing = redis.call('HGET', K_PAYLOADS, id)
-    entry = { payloads = {}, existing = existing, perform_in = jobs[i + 1] }
-    pending[id] = entry
-    order[#order + 1] = id
+  local entry = entries[id]
+  if entry then
+    entry[#entry + 1] = jobs[i + 2]
+  else
+    entries[id] = { jobs[i + 1], jobs[i + 2] }
+    ids[#ids + 1] = id
   end
-  local ps = entry.payloads
-  ps[#ps + 1] = jobs[i + 2]
-  ps[#ps + 1] = jobs[i + 3]
 end
 
 local payload_args, ready_args, lex_args = {}, {}, {}
-for _, id in ipairs(order) do
-  local entry = pending[id]
-  local payloads = entry.payloads
-  if entry.existing then
-    payloads = merge_payloads(decode(entry.existing), payloads)
-  elseif #payloads > 2 then
-    payloads = merge_payloads(payloads, {})
-  end
-  payload_args[#payload_args + 1] = id
-  payload_args[#payload_args + 1] = encode(payloads)
-  if not entry.existing then
-    ready_args[#ready_args + 1] = num(entry.perform_in)
-    ready_args[#ready_args + 1] = id
-    lex_args[#lex_args + 1] = 0
-    lex_args[#lex_args + 1] = id
+for c = 1, #ids, CHUNK do
+  local last = math.min(c + CHUNK - 1, #ids)
+  local existing = redis.call('HMGET', K_PAYLOADS, unpack(ids, c, last))
+  for n = c, last do
+    local id = ids[n]
+    local entry = entries[id]
+    local queued = existing[n - c + 1]
+    local blob = entry[2]
+    if queued or #entry > 2 then
+      -- Merging: decode everything; a single new payload is already encoded.
+      local payloads = queued and decode(queued) or {}
+      for k = 2, #entry do payloads = merge_payloads(payloads, decode(entry[k])) end
+      blob = encode(payloads)
+    end
+    payload_args[#payload_args + 1] = id
+    payload_args[#payload_args + 1] = blob
+    if not queued then
+      ready_args[#ready_args + 1] = entry[1]
+      ready_args[#ready_args + 1] = id
+      lex_args[#lex_args + 1] = 0
+      lex_args[#lex_args + 1] = id
+    end
   end
 end
 call_chunked('HSET', K_PAYLOADS, payload_args, 2)
 call_chunked('ZADD', K_READY, ready_args, 2)
 call_chunked('ZADD', K_LEX, lex_args, 2)
-return #order
+return #ids
