@@ -62,8 +62,6 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: Dump
 
     Raises TypeError or ValueError naming the first bad job's index.
     """
-    if isinstance(jobs, (Mapping, str, bytes)):
-        raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
     prepared = []
     for index, job in enumerate(jobs):
         if type(job) is not dict and not isinstance(job, Mapping):

@@ -63,7 +63,11 @@ class Runtime:
     def actions(self, worker: type["Worker"]) -> Actions:
         return Actions(self.client, worker.keys(), clock=self.clock)
 
-    def enqueue(self, worker: type["Worker"], jobs: list[Mapping[str, Any]]) -> int:
+    def enqueue(self, worker: type["Worker"], jobs: Sequence[Mapping[str, Any]]) -> int:
+        if isinstance(jobs, (Mapping, str, bytes)):
+            raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
+        jobs = list(jobs)
+
         def write() -> int:
             prepared = prepare(jobs, now=self.clock(), dump_payload=self.settings.dump_payload)
             if not prepared:

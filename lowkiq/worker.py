@@ -60,7 +60,7 @@ class Worker:
         """
         from .runtime import current
 
-        return current().enqueue(cls, list(jobs))
+        return current().enqueue(cls, jobs)
 
     @classmethod
     def keys(cls) -> QueueKeys:

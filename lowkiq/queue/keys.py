@@ -118,3 +118,9 @@ class QueueKeys:
 def registry_hash() -> str:
     """Worker name -> JSON {queue_name, shards_count}: lets the console find queues without app code."""
     return f"{PREFIX}:registry"
+
+
+def webui_secret_string() -> str:
+    """A random key the console signs CSRF tokens with when none is configured,
+    shared by every console process (several gunicorn workers) through Redis."""
+    return f"{PREFIX}:webui:secret"

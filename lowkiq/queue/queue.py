@@ -72,27 +72,32 @@ class Queue:
         ack: tuple[int, Sequence[str]] | None,
         take: tuple[int, int] | None,
         now: float | None = None,
+        *,
+        ack_queue: "Queue | None" = None,
     ) -> Taken | None:
         """Acknowledge one shard's finished batch and take the next batch, in one round trip.
 
         ``ack`` is (shard, ids) of the batch that succeeded; ``take`` is
         (shard, limit). On the same shard this is one script call; on two
-        shards, two scripts pipelined together.
+        shards, two scripts pipelined together. ``ack_queue`` is the queue
+        the acknowledged shard belongs to when it is not this one (a server
+        thread serving several workers), still one round trip.
         """
         now = self.clock() if now is None else now
+        acking = self if ack_queue is None else ack_queue
         if take is None:
             if ack is not None:
-                lua.run(self.client, "ack_and_take", self._shards[ack[0]], (now, 0, *ack[1]))
+                lua.run(self.client, "ack_and_take", acking._shards[ack[0]], (now, 0, *ack[1]))
             return None
         shard, limit = take
-        if ack is None or ack[0] == shard:
+        if ack is None or (acking is self and ack[0] == shard):
             acked = ack[1] if ack else ()
             reply = lua.run(self.client, "ack_and_take", self._shards[shard], (now, limit, *acked))
         else:
             _, reply = lua.run_many(
                 self.client,
                 [
-                    ("ack_and_take", self._shards[ack[0]], (now, 0, *ack[1])),
+                    ("ack_and_take", acking._shards[ack[0]], (now, 0, *ack[1])),
                     ("ack_and_take", self._shards[shard], (now, limit)),
                 ],
             )

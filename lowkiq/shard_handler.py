@@ -1,0 +1,134 @@
+"""One batch of one shard: take it, perform it through the middlewares, then ack or fail it.
+
+A successful batch is not acknowledged on its own: the ack rides along
+with the thread's next take (``Queue.ack_and_take``), so a batch costs one
+Redis round trip. Failures cost one more (``Queue.fail``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .middleware import run_chain
+from .queue.queue import Queue, Taken
+from .splitters import Shard
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .jobs import MorgueJob
+    from .worker import Worker
+
+log = logging.getLogger("lowkiq.server")
+
+
+class StopProcess(Exception):
+    """Carries a BaseException (KeyboardInterrupt, SystemExit) raised by perform after its batch was failed."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(f"{type(cause).__name__} raised inside perform")
+        self.cause = cause
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """A batch that succeeded and waits to be acknowledged with the next take."""
+
+    handler: "ShardHandler"
+    ids: list[str]
+
+
+class ShardHandler:
+    def __init__(
+        self,
+        shard: Shard,
+        worker: "Worker",
+        queue: Queue,
+        settings: "Settings",
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.shard = shard
+        self.worker = worker
+        self.queue = queue
+        self.settings = settings
+        self.clock = clock
+        self.name = type(worker).__name__
+        self._take = (shard.index, type(worker).batch_size)
+        self._middlewares = settings.server_middlewares
+
+    def take(self, ack: Ack | None) -> Taken:
+        """Acknowledge ``ack`` (of any shard of this thread) and take a batch here: one round trip."""
+        if ack is None:
+            taken = self.queue.ack_and_take(None, self._take)
+        else:
+            taken = self.queue.ack_and_take((ack.handler.shard.index, ack.ids), self._take, ack_queue=ack.handler.queue)
+        assert taken is not None
+        return taken
+
+    def ack(self, ids: Sequence[str]) -> None:
+        self.queue.ack_and_take((self.shard.index, ids), None)
+
+    def perform(self, taken: Taken) -> Ack | None:
+        """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.
+
+        A BaseException that is not an Exception fails the batch too (its
+        payloads stay in Redis) and is re-raised wrapped in StopProcess.
+        """
+        jobs = taken.jobs
+        batch = {job.id: [payload for payload, _ in job.payloads] for job in jobs}
+        worker = self.worker
+        started = time.perf_counter()
+        try:
+            if self._middlewares:
+                run_chain(self._middlewares, worker, batch, lambda: worker.perform(batch))
+            else:
+                worker.perform(batch)
+        except Exception as exc:
+            self.fail(taken, exc)
+            return None
+        except BaseException as exc:
+            log.error("%s shard %d: perform raised %s for ids %s; failing the batch and stopping",
+                      self.name, self.shard.index, type(exc).__name__, list(batch))
+            self.fail(taken, exc)
+            raise StopProcess(exc) from exc
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s shard %d: performed %d ids %s in %.1f ms", self.name, self.shard.index, len(batch),
+                      _short(list(batch)), (time.perf_counter() - started) * 1000)
+        return Ack(self, list(batch))
+
+    def fail(self, taken: Taken, exc: BaseException) -> list["MorgueJob"]:
+        """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue."""
+        settings, worker = self.settings, self.worker
+        now = self.clock()
+        message = settings.format_error(exc)
+        retries = [(job.id, now + worker.retry_in(job.retry_count + 1)) for job in taken.jobs]
+        ids = [job.id for job in taken.jobs]
+        log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
+                  exc_info=(type(exc), exc, exc.__traceback__))
+        morgued = self.queue.fail(self.shard.index, retries, _bytes(settings.dump_error(message)),
+                                  type(worker).max_retry_count, now=now)
+        if morgued:
+            log.warning("%s shard %d: ids %s moved to the morgue after %d retries", self.name, self.shard.index,
+                        _short([m.id for m in morgued]), type(worker).max_retry_count)
+            try:
+                worker.retries_exhausted(morgued)
+            except Exception:
+                log.exception("%s.retries_exhausted raised for ids %s", self.name, _short([m.id for m in morgued]))
+        return morgued
+
+    def __repr__(self) -> str:
+        return f"ShardHandler({self.shard})"
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8", "replace")
+
+
+def _short(ids: list[str], limit: int = 20) -> str:
+    """Ids for a log line: all of a small batch, the first ``limit`` of a big one."""
+    if len(ids) <= limit:
+        return "[" + ", ".join(ids) + "]"
+    return "[" + ", ".join(ids[:limit]) + f", ... {len(ids) - limit} more]"

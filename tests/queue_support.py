@@ -1,0 +1,73 @@
+"""Helpers for the queue-core tests: a worker, and shortcuts to the queue's parts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lowkiq
+from lowkiq.jobs import Job
+
+
+class OrdersWorker(lowkiq.Worker):
+    shards_count = 3
+    max_retry_count = 3
+
+    def perform(self, payloads_by_id: Any) -> None:
+        pass
+
+
+def queue(worker: type[lowkiq.Worker] = OrdersWorker):
+    return lowkiq.current().queue(worker)
+
+
+def queries(worker: type[lowkiq.Worker] = OrdersWorker):
+    return lowkiq.current().queries(worker)
+
+
+def actions(worker: type[lowkiq.Worker] = OrdersWorker):
+    return lowkiq.current().actions(worker)
+
+
+def take(job_id: str, worker: type[lowkiq.Worker] = OrdersWorker, limit: int = 100) -> list[Job]:
+    """Move the ready jobs of ``job_id``'s shard into processing."""
+    q = queue(worker)
+    return q.ack_and_take(None, (q.shard_of(job_id), limit)).jobs
+
+
+def fail(job_id: str, next_perform_in: float, error: bytes = b"boom", worker: type[lowkiq.Worker] = OrdersWorker):
+    q = queue(worker)
+    return q.fail(q.shard_of(job_id), [(job_id, next_perform_in)], error, worker.max_retry_count)
+
+
+def queued(job_id: str, worker: type[lowkiq.Worker] = OrdersWorker) -> Job | None:
+    return queries(worker).job(job_id)
+
+
+def snapshot(r) -> dict[bytes, Any]:
+    """Every key and its full content, to prove an operation changed nothing."""
+    out = {}
+    for key in sorted(r.keys("*")):
+        kind = r.type(key)
+        if kind == b"zset":
+            out[key] = r.zrange(key, 0, -1, withscores=True)
+        elif kind == b"hash":
+            out[key] = r.hgetall(key)
+        else:
+            out[key] = r.dump(key)
+    return out
+
+
+class RoundTrips:
+    """Counts what a client sends to Redis: a pipeline is one send, so one round trip."""
+
+    def __init__(self, monkeypatch) -> None:
+        import redis.connection
+
+        self.count = 0
+        original = redis.connection.AbstractConnection.send_packed_command
+
+        def counting(conn, command, check_health=True):
+            self.count += 1
+            return original(conn, command, check_health)
+
+        monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)

@@ -1,0 +1,160 @@
+import math
+
+import pytest
+
+import lowkiq
+from queue_support import OrdersWorker, RoundTrips, queued, queries, snapshot
+
+
+@pytest.fixture(autouse=True)
+def setup(configure):
+    configure(workers=[OrdersWorker])
+
+
+def test_defaults_payload_empty_string_score_and_perform_in_now(clock):
+    assert OrdersWorker.perform_async([{"id": 0}]) == 1
+    job = queued("0")
+    assert job.payloads == [("", clock.now)]
+    assert job.perform_in == clock.now
+    assert job.retry_count == -1
+    assert job.error is None
+
+
+def test_int_id_becomes_str_and_explicit_values_are_kept(clock):
+    OrdersWorker.perform_async([{"id": 2, "payload": {"attr": "v1"}, "score": 5, "perform_in": clock.now + 60}])
+    job = queued("2")
+    assert job.id == "2"
+    assert job.payloads == [({"attr": "v1"}, 5.0)]
+    assert job.perform_in == clock.now + 60
+
+
+def test_scores_keep_full_double_precision(clock):
+    OrdersWorker.perform_async([{"id": "p", "score": 1700000000.123456, "perform_in": 1700000000.654321}])
+    job = queued("p")
+    assert job.payloads[0][1] == 1700000000.123456
+    assert job.perform_in == 1700000000.654321
+
+
+def test_payloads_are_canonical_json_so_equal_dicts_merge():
+    OrdersWorker.perform_async([{"id": 1, "payload": {"b": 1, "a": [1, 2]}, "score": 2}])
+    OrdersWorker.perform_async([{"id": 1, "payload": {"a": [1, 2], "b": 1}, "score": 1}])
+    assert queued("1").payloads == [({"a": [1, 2], "b": 1}, 1.0)]
+
+
+def test_unicode_ids_and_payloads_round_trip():
+    OrdersWorker.perform_async([{"id": "заказ-1", "payload": {"note": "żółć ✓"}}])
+    assert queued("заказ-1").payloads[0][0] == {"note": "żółć ✓"}
+
+
+def test_duplicate_ids_in_one_batch_merge_into_one_job():
+    assert OrdersWorker.perform_async([{"id": 7, "payload": "a", "score": 3}, {"id": 7, "payload": "b", "score": 1}, {"id": 7, "payload": "a", "score": 2}]) == 1
+    assert queued("7").payloads == [("b", 1.0), ("a", 2.0)]
+
+
+@pytest.mark.parametrize(
+    "bad_id, error",
+    [(None, TypeError), (True, TypeError), (1.5, TypeError), ({"x": 1}, TypeError), ("", ValueError), ([], TypeError)],
+)
+def test_bad_ids_are_rejected_naming_the_job(r, bad_id, error):
+    with pytest.raises(error, match="job 1"):
+        OrdersWorker.perform_async([{"id": 1}, {"id": bad_id}])
+    assert r.dbsize() == 0
+
+
+def test_missing_id_and_unknown_keys_are_rejected(r):
+    with pytest.raises(ValueError, match="job 0: missing 'id'"):
+        OrdersWorker.perform_async([{"payload": 1}])
+    with pytest.raises(ValueError, match=r"job 0: unknown keys \['perfom_in'\]"):
+        OrdersWorker.perform_async([{"id": 1, "perfom_in": 3}])
+    assert r.dbsize() == 0
+
+
+def test_a_job_that_is_not_a_dict_or_a_batch_that_is_not_a_list(r):
+    with pytest.raises(TypeError, match="job 0: must be a dict"):
+        OrdersWorker.perform_async([1])
+    with pytest.raises(TypeError, match="takes a list of jobs"):
+        OrdersWorker.perform_async({"id": 1})
+    assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize("payload", [object(), {1, 2}, float("nan"), {"when": b"bytes"}])
+def test_unencodable_payload_is_a_clear_error_at_enqueue(r, payload):
+    with pytest.raises((TypeError, ValueError), match=r"job 1 \(id '2'\): payload cannot be serialized"):
+        OrdersWorker.perform_async([{"id": 1}, {"id": 2, "payload": payload}])
+    assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize("field", ["score", "perform_in"])
+@pytest.mark.parametrize("value, error", [("soon", TypeError), (None, TypeError), (True, TypeError), (math.inf, ValueError), (math.nan, ValueError)])
+def test_non_numeric_score_or_perform_in(r, field, value, error):
+    with pytest.raises(error, match=f"job 2: {field}"):
+        OrdersWorker.perform_async([{"id": 1}, {"id": 2}, {"id": 3, field: value}])
+    assert r.dbsize() == 0
+
+
+def test_a_bad_job_in_the_middle_of_a_batch_leaves_redis_unchanged(r):
+    OrdersWorker.perform_async([{"id": i, "payload": i} for i in range(50)])
+    before = snapshot(r)
+    jobs = [{"id": i, "payload": f"new {i}"} for i in range(100)]
+    jobs[60]["score"] = "not a number"
+    with pytest.raises(TypeError, match="job 60"):
+        OrdersWorker.perform_async(jobs)
+    assert snapshot(r) == before
+
+
+def test_ten_thousand_jobs_take_a_handful_of_round_trips(r, monkeypatch):
+    OrdersWorker.perform_async([{"id": "warm-up"}])  # registers the worker and connects once
+    trips = RoundTrips(monkeypatch)
+    r.config_resetstat()
+    OrdersWorker.perform_async([{"id": i, "payload": str(i)} for i in range(10_000)])
+    assert trips.count == 1 + 1  # one pipeline of push scripts, plus this test's CONFIG RESETSTAT
+    # Slices of at most 2,000 jobs per script keep Redis responsive meanwhile.
+    assert r.info("commandstats")["cmdstat_evalsha"]["calls"] == 6
+    assert queries().enqueued("id", limit=1).rows[0].id == "0"
+
+
+def test_pickle_is_an_explicit_opt_in(configure):
+    from lowkiq import serializers
+
+    configure(workers=[OrdersWorker], dump_payload=serializers.dump_pickle, load_payload=serializers.load_pickle)
+    OrdersWorker.perform_async([{"id": 1, "payload": {"when": b"\x00\xff bytes", "set": {1, 2}}}])
+    assert queued("1").payloads[0][0] == {"when": b"\x00\xff bytes", "set": {1, 2}}
+
+
+def test_client_middlewares_wrap_enqueue_and_may_rewrite_the_batch(configure):
+    seen = []
+
+    def stamp(worker, batch, call_next):
+        seen.append((worker.__name__, len(batch)))
+        for job in batch:
+            job["payload"] = {"stamped": job.get("payload")}
+        return call_next()
+
+    configure(workers=[OrdersWorker], client_middlewares=[stamp])
+    OrdersWorker.perform_async([{"id": 1, "payload": "x"}])
+    assert seen == [("OrdersWorker", 1)]
+    assert queued("1").payloads[0][0] == {"stamped": "x"}
+
+
+def test_perform_async_can_be_overridden_to_compute_ids(configure):
+    class ByPayloadId(lowkiq.Worker):
+        @classmethod
+        def perform_async(cls, jobs):
+            return super().perform_async([{**job, "id": job["payload"]["order"]} for job in jobs])
+
+    configure(workers=[ByPayloadId])
+    ByPayloadId.perform_async([{"payload": {"order": 9}}, {"payload": {"order": 9, "v": 2}}])
+    assert [j.id for j in queries(ByPayloadId).enqueued("id").rows] == ["9"]
+
+
+def test_enqueue_registers_the_worker_for_the_standalone_console(r):
+    from lowkiq import registry
+
+    OrdersWorker.perform_async([{"id": 1}])
+    assert [(w.name, w.queue_name, w.shards_count) for w in registry.known(r)] == [("OrdersWorker", "OrdersWorker", 3)]
+
+
+def test_not_configured_is_a_clear_error():
+    lowkiq.runtime._current = None
+    with pytest.raises(lowkiq.runtime.NotConfigured, match="lowkiq.configure"):
+        OrdersWorker.perform_async([{"id": 1}])

@@ -1,0 +1,119 @@
+"""Every row of SPEC's merge table, and "an equal payload keeps the lower score" in any order."""
+
+import itertools
+
+import pytest
+
+from queue_support import OrdersWorker, actions, fail, queue, queued, take
+
+T = 1_700_000_000.0
+
+
+@pytest.fixture(autouse=True)
+def setup(configure):
+    configure(workers=[OrdersWorker])
+
+
+def make_failed_job(job_id, payloads, clock, next_perform_in):
+    """A job that ran once and failed: retry_count 0, perform_in next_perform_in."""
+    OrdersWorker.perform_async([{"id": job_id, "payload": p, "score": s} for p, s in payloads])
+    take(job_id)
+    fail(job_id, next_perform_in)
+
+
+def test_spec_example_new_job_into_a_queued_job(clock):
+    # queued {id 1, payloads {v1:1, v2:2}, retry_count 0, perform_in T}
+    make_failed_job("1", [("v1", 1), ("v2", 2)], clock, next_perform_in=T)
+    # plus new {id 1, payloads {v2:3, v3:4}, retry_count -1, perform_in T+2}
+    OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 3, "perform_in": T + 2}, {"id": 1, "payload": "v3", "score": 4, "perform_in": T + 2}])
+    job = queued("1")
+    assert job.payloads == [("v1", 1.0), ("v2", 2.0), ("v3", 4.0)]
+    assert job.retry_count == 0
+    assert job.perform_in == T
+
+
+def test_new_job_without_queued_job_uses_its_own_values(clock):
+    OrdersWorker.perform_async([{"id": 1, "payload": "v1", "score": 1, "perform_in": T + 5}])
+    job = queued("1")
+    assert (job.payloads, job.retry_count, job.perform_in) == ([("v1", 1.0)], -1, T + 5)
+
+
+def test_failed_job_coming_back_into_a_queued_job_takes_the_failed_schedule(clock):
+    OrdersWorker.perform_async([{"id": 1, "payload": "v1", "score": 1}, {"id": 1, "payload": "v2", "score": 5}])
+    take("1")
+    # While it runs, new versions arrive: one equal payload with a lower score.
+    OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 2, "perform_in": T + 100}, {"id": 1, "payload": "v3", "score": 3, "perform_in": T + 100}])
+    fail("1", clock.now + 15, b"db down")
+    job = queued("1")
+    assert job.payloads == [("v1", 1.0), ("v2", 2.0), ("v3", 3.0)]
+    assert job.retry_count == 0
+    assert job.perform_in == clock.now + 15
+    assert job.error == "db down"
+
+
+def test_failed_job_without_queued_job(clock):
+    OrdersWorker.perform_async([{"id": 1, "payload": "v1", "score": 1}])
+    take("1")
+    fail("1", clock.now + 15)
+    job = queued("1")
+    assert (job.payloads, job.retry_count, job.perform_in, job.error) == ([("v1", 1.0)], 0, clock.now + 15, "boom")
+
+
+def test_requeued_morgue_job_into_a_queued_job_gets_now_and_minus_one(clock):
+    OrdersWorker.perform_async([{"id": 1, "payload": "old", "score": 1}, {"id": 1, "payload": "same", "score": 9}])
+    take("1")
+    fail("1", clock.now + 15)
+    assert actions().kill_failed() == 1
+    OrdersWorker.perform_async([{"id": 1, "payload": "same", "score": 3, "perform_in": T + 500}])
+    clock.advance(60)
+    assert actions().morgue_requeue(["1"]) == 1
+    job = queued("1")
+    assert job.payloads == [("old", 1.0), ("same", 3.0)]
+    assert (job.retry_count, job.perform_in, job.error) == (-1, clock.now, None)
+
+
+def test_requeued_morgue_job_without_queued_job(clock):
+    make_failed_job("1", [("v1", 1)], clock, clock.now + 15)
+    actions().kill_failed()
+    clock.advance(30)
+    actions().morgue_requeue(["1"])
+    job = queued("1")
+    assert (job.payloads, job.retry_count, job.perform_in) == ([("v1", 1.0)], -1, clock.now)
+
+
+ARRIVALS = [("a", 5), ("a", 2), ("b", 4), ("a", 9), ("b", 1)]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(len(ARRIVALS))))[::7])
+def test_equal_payload_keeps_the_lower_score_in_every_order_of_arrival(order, r):
+    r.flushall()
+    for i in order:
+        payload, score = ARRIVALS[i]
+        OrdersWorker.perform_async([{"id": 1, "payload": payload, "score": score}])
+    assert queued("1").payloads == [("b", 1.0), ("a", 2.0)]
+
+
+def test_lower_score_wins_through_every_path(clock):
+    # queue <- failed, morgue <- kill, queue <- requeue: every merge keeps the minimum.
+    OrdersWorker.perform_async([{"id": 1, "payload": "x", "score": 10}])
+    take("1")
+    OrdersWorker.perform_async([{"id": 1, "payload": "x", "score": 4}])
+    fail("1", clock.now)
+    assert queued("1").payloads == [("x", 4.0)]
+    actions().kill_failed()
+    OrdersWorker.perform_async([{"id": 1, "payload": "x", "score": 7}])
+    take("1")
+    fail("1", clock.now)
+    actions().kill_failed()
+    from queue_support import queries
+
+    assert queries().morgue_job("1").payloads == [("x", 4.0)]
+    OrdersWorker.perform_async([{"id": 1, "payload": "x", "score": 2}])
+    actions().morgue_requeue(["1"])
+    assert queued("1").payloads == [("x", 2.0)]
+
+
+def test_payloads_with_equal_scores_are_all_kept():
+    OrdersWorker.perform_async([{"id": 1, "payload": p, "score": 1} for p in ("c", "a", "b")])
+    assert sorted(p for p, _ in queued("1").payloads) == ["a", "b", "c"]
+    assert len(queue().ack_and_take(None, (queue().shard_of("1"), 1)).jobs[0].payloads) == 3
