@@ -92,7 +92,11 @@ class ShardHandler:
         except BaseException as exc:
             log.error("%s shard %d: perform raised %s for ids %s; failing the batch and stopping",
                       self.name, self.shard.index, type(exc).__name__, list(batch))
-            self.fail(taken, exc)
+            try:
+                self.fail(taken, exc)
+            except Exception:
+                # The batch stays in processing; the next start restores it.
+                log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch))
             raise StopProcess(exc) from exc
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s shard %d: performed %d ids %s in %.1f ms", self.name, self.shard.index, len(batch),
