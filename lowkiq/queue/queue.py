@@ -74,6 +74,7 @@ class Queue:
         now: float | None = None,
         *,
         ack_queue: "Queue | None" = None,
+        wire: lua.Wire | None = None,
     ) -> Taken | None:
         """Acknowledge one shard's finished batch and take the next batch, in one round trip.
 
@@ -81,27 +82,30 @@ class Queue:
         (shard, limit). On the same shard this is one script call; on two
         shards, two scripts pipelined together. ``ack_queue`` is the queue
         the acknowledged shard belongs to when it is not this one (a server
-        thread serving several workers), still one round trip.
+        thread serving several workers), still one round trip. A server
+        thread passes its own ``wire``; without one, a pooled connection
+        is borrowed for the call.
         """
         now = self.clock() if now is None else now
         acking = self if ack_queue is None else ack_queue
-        if take is None:
-            if ack is not None:
-                lua.run(self.client, "ack_and_take", acking._shards[ack[0]], (now, 0, *ack[1]))
+        same_shard = ack is not None and take is not None and acking is self and ack[0] == take[0]
+        calls: list[tuple[str, Any, tuple[Any, ...]]] = []
+        if ack is not None and not same_shard:
+            calls.append(("ack_and_take", acking._shards[ack[0]], (now, 0, *ack[1])))
+        if take is not None:
+            acked = ack[1] if same_shard and ack is not None else ()
+            calls.append(("ack_and_take", self._shards[take[0]], (now, take[1], *acked)))
+        if not calls:
             return None
-        shard, limit = take
-        if ack is None or (acking is self and ack[0] == shard):
-            acked = ack[1] if ack else ()
-            reply = lua.run(self.client, "ack_and_take", self._shards[shard], (now, limit, *acked))
+        if wire is None:
+            borrowed = lua.Wire(self.client)
+            try:
+                replies = borrowed.call_many(calls)
+            finally:
+                borrowed.close()
         else:
-            _, reply = lua.run_many(
-                self.client,
-                [
-                    ("ack_and_take", acking._shards[ack[0]], (now, 0, *ack[1])),
-                    ("ack_and_take", self._shards[shard], (now, limit)),
-                ],
-            )
-        return self._taken(shard, reply)
+            replies = wire.call_many(calls)
+        return self._taken(take[0], replies[-1]) if take is not None else None
 
     def _taken(self, shard: int, reply: list[Any]) -> Taken:
         load_payload, load_error = self.load_payload, self.load_error
