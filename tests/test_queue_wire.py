@@ -1,0 +1,69 @@
+"""The hot path's own connection: one round trip per batch, and recovery from flushes and drops."""
+
+import pytest
+import redis
+
+from lowkiq.queue import lua
+from queue_support import OrdersWorker, RoundTrips, queue, queries
+
+
+@pytest.fixture(autouse=True)
+def setup(configure):
+    configure(workers=[OrdersWorker])
+
+
+def ids_in_shard(shard, n):
+    return [str(i) for i in range(500) if queue().shard_of(str(i)) == shard][:n]
+
+
+def test_one_round_trip_per_batch_on_one_connection(monkeypatch):
+    ids = ids_in_shard(0, 4)
+    OrdersWorker.perform_async([{"id": i} for i in ids])
+    q = queue()
+    wire = lua.Wire(q.client)
+    wire.call("shard_stats", OrdersWorker.keys().shard(0), ())  # connect and load scripts
+    trips = RoundTrips(monkeypatch)
+    taken, ack = [], None
+    for _ in range(4):
+        t = q.ack_and_take(ack, (0, 1), wire=wire)
+        taken += [j.id for j in t.jobs]
+        ack = (0, [j.id for j in t.jobs])
+    assert trips.count == 4
+    assert sorted(taken) == sorted(ids)
+    assert q.ack_and_take(ack, (0, 1), wire=wire).jobs == []
+    assert queries().busy() == []
+    wire.close()
+
+
+def test_scripts_flushed_from_redis_are_loaded_again(r):
+    OrdersWorker.perform_async([{"id": i} for i in ids_in_shard(1, 2)])
+    q = queue()
+    wire = lua.Wire(q.client)
+    assert len(q.ack_and_take(None, (1, 1), wire=wire).jobs) == 1
+    r.script_flush()
+    assert len(q.ack_and_take(None, (1, 1), wire=wire).jobs) == 1
+    r.script_flush()
+    assert lua.run_many(q.client, [("shard_stats", OrdersWorker.keys().shard(1), ())])[0][3] == 2
+    wire.close()
+
+
+def test_a_dropped_connection_is_reported_and_the_next_call_reconnects(r):
+    ids = ids_in_shard(2, 2)
+    OrdersWorker.perform_async([{"id": i} for i in ids])
+    q = queue()
+    wire = lua.Wire(q.client)
+    q.ack_and_take(None, (2, 1), wire=wire)
+    r.client_kill_filter(_type="normal", skipme=True)
+    with pytest.raises(redis.ConnectionError):
+        q.ack_and_take(None, (2, 1), wire=wire)
+    assert [j.id for j in q.ack_and_take(None, (2, 1), wire=wire).jobs] == ids[1:]
+    wire.close()
+
+
+def test_script_errors_are_raised_not_swallowed():
+    wire = lua.Wire(queue().client)
+    with pytest.raises(redis.ResponseError):
+        wire.call("ack_and_take", OrdersWorker.keys().shard(0), ("not-a-time", "x"))
+    # the connection stays usable after an error reply
+    assert wire.call("shard_stats", OrdersWorker.keys().shard(0), ())[0] == 0
+    wire.close()
