@@ -1,0 +1,184 @@
+"""The JSON API, under ``api/v1`` of the console's prefix. Responses are never cached."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Response, request
+
+from ..jobs import Job, MorgueJob
+from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
+from . import listing
+from .blueprint import bp
+from .listing import BadInput
+from .operations import MAX_IDS, OPERATIONS, Operation
+from .state import console
+from .views import dashboard_data
+
+API_PAGE_SIZE = 100
+
+
+def reply(data: Any, status: int = 200) -> Response:
+    # Custom payload loaders may return objects JSON cannot show: use their repr.
+    body = json.dumps(data, ensure_ascii=False, default=repr)
+    return Response(body, status=status, mimetype="application/json")
+
+
+def job_json(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "payloads": [[payload, score] for payload, score in job.payloads],
+        "perform_in": job.perform_in,
+        "retry_count": job.retry_count,
+        "error": job.error,
+    }
+
+
+def morgue_job_json(job: MorgueJob) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "payloads": [[payload, score] for payload, score in job.payloads],
+        "updated_at": job.updated_at,
+        "error": job.error,
+    }
+
+
+@bp.get("/api/v1/stats")
+def api_stats() -> Response:
+    """Exactly SPEC's shape: length = fresh + retries; total lag = the largest."""
+    rows = console().metrics()
+    by_worker = {
+        view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag} for view, m in rows
+    }
+    total = {
+        "length": sum(m.length for _, m in rows),
+        "morgue_length": sum(m.morgue_length for _, m in rows),
+        "lag": max((m.lag for _, m in rows), default=0.0),
+    }
+    return reply({"total": total, "by_worker": by_worker})
+
+
+@bp.get("/api/v1/dashboard")
+def api_dashboard() -> Response:
+    data = dashboard_data(console())
+    queues = [
+        {
+            "name": view.name,
+            "queue_name": view.info.queue_name,
+            "shards_count": view.info.shards_count,
+            "lag": m.lag,
+            "processed": m.processed,
+            "failed": m.failed,
+            "busy": m.busy,
+            "enqueued": m.length,
+            "fresh": m.fresh,
+            "retries": m.retries,
+            "dead": m.morgue_length,
+        }
+        for view, m in data["rows"]
+    ]
+    return reply({"queues": queues, "totals": data["totals"], "redis_info": data["redis"]})
+
+
+def _listing_reply(shown: listing.Shown, encode: Any) -> Response:
+    return reply(
+        {
+            "jobs": [encode(job) for job in shown.rows],
+            # Pass as ?after= / ?before= (with the same order_by, desc, min, max) for the next pages.
+            "next": shown.next.after.encode() if shown.next and shown.next.after else None,
+            "previous": shown.previous.before.encode() if shown.previous and shown.previous.before else None,
+        }
+    )
+
+
+@bp.get("/api/v1/workers/<worker>/enqueued")
+def api_enqueued(worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    args = listing.parse(request.args, ENQUEUED_ORDERS, default_order="perform_in", default_limit=API_PAGE_SIZE)
+    return _listing_reply(listing.fetch(c.queries(view).enqueued, args), job_json)
+
+
+@bp.get("/api/v1/workers/<worker>/morgue")
+def api_morgue(worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=API_PAGE_SIZE)
+    return _listing_reply(listing.fetch(c.queries(view).morgue, args), morgue_job_json)
+
+
+@bp.get("/api/v1/workers/<worker>/busy")
+def api_busy(worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    return reply({"jobs": [job_json(job) for job in c.queries(view).busy()]})
+
+
+@bp.get("/api/v1/workers/<worker>/jobs/<path:job_id>")
+def api_job(worker: str, job_id: str) -> Response:
+    """Where the id is: queued, in processing, in the morgue (a queued id may also be dead)."""
+    c = console()
+    view = c.worker(worker)
+    q = c.queries(view)
+    queued, busy, dead = q.job(job_id), q.busy_job(job_id), q.morgue_job(job_id)
+    if not (queued or busy or dead):
+        return reply({"error": f"no job {job_id!r} in {view.name}"}, 404)
+    return reply(
+        {
+            "id": job_id,
+            "queued": job_json(queued) if queued else None,
+            "busy": job_json(busy) if busy else None,
+            "morgue": morgue_job_json(dead) if dead else None,
+        }
+    )
+
+
+def _body_ids(op: Operation) -> list[str]:
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if op.takes_ids:
+            raise BadInput('the body must be a JSON object like {"ids": ["1", "2"]}')
+        return []
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise BadInput(f"the body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadInput(f"the body must be a JSON object, got {type(body).__name__}")
+    if not op.takes_ids:
+        if body:
+            raise BadInput(f"{op.path} takes no parameters, got {sorted(body)}")
+        return []
+    unknown = set(body) - {"ids"}
+    if unknown:
+        raise BadInput(f"unknown fields {sorted(unknown)}; expected only \"ids\"")
+    ids = body.get("ids")
+    if not isinstance(ids, list):
+        raise BadInput('"ids" must be a list of job ids (strings or integers)')
+    if len(ids) > MAX_IDS:
+        raise BadInput(f'"ids" holds {len(ids)} ids; at most {MAX_IDS} per request')
+    for i, job_id in enumerate(ids):
+        if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
+            raise BadInput(f'"ids"[{i}] must be a non-empty string or an integer, got {job_id!r}')
+    return [str(job_id) for job_id in ids]
+
+
+def _api_act(op: Operation, worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    ids = _body_ids(op)
+    return reply({"count": op.run(c.actions(view), ids)})
+
+
+def _register() -> None:
+    for op in OPERATIONS:
+        bp.add_url_rule(
+            f"/api/v1/workers/<worker>/{op.path}",
+            endpoint=f"api_{op.endpoint}",
+            view_func=lambda worker, op=op: _api_act(op, worker),
+            methods=["POST"],
+        )
+
+
+_register()

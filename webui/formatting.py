@@ -1,0 +1,122 @@
+"""How numbers, times and payloads read on the pages. Pure functions of their inputs.
+
+Templates receive this module as ``fmt``; nothing here marks text safe: Jinja
+escapes every string these functions return.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+# Payloads longer than this (or on several lines) are collapsed in <details>.
+SHORT_PAYLOAD = 80
+
+
+def number(value: int | float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.2f}"
+
+
+def duration(seconds: float | None) -> str:
+    """A span for people: 0.8 s, 42 s, 5 min, 3 h 20 min, 4 d 2 h."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    s = abs(seconds)
+    if s < 10:
+        return f"{s:.1f} s"
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s // 60:.0f} min"
+    if s < 86400:
+        return f"{s // 3600:.0f} h {s % 3600 // 60:.0f} min"
+    return f"{s // 86400:.0f} d {s % 86400 // 3600:.0f} h"
+
+
+def relative(at: float | None, now: float) -> str:
+    """'3 min ago' or 'in 5 min'."""
+    if at is None:
+        return "-"
+    delta = now - at
+    if abs(delta) < 1:
+        return "now"
+    return f"{duration(delta)} ago" if delta > 0 else f"in {duration(delta)}"
+
+
+def absolute(at: float | None) -> str:
+    """The server's local time, with its offset so that nobody guesses the zone."""
+    if at is None or not math.isfinite(at):
+        return "-"
+    try:
+        moment = datetime.fromtimestamp(at).astimezone()
+    except (OverflowError, OSError, ValueError):
+        return repr(at)
+    return moment.strftime("%Y-%m-%d %H:%M:%S %z")
+
+
+def iso(at: float | None) -> str:
+    if at is None or not math.isfinite(at):
+        return ""
+    try:
+        return datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
+def raw(value: float | None) -> str:
+    """A unix time or score exactly as stored."""
+    return "-" if value is None else repr(value)
+
+
+def payload_text(payload: Any) -> str:
+    """A payload as indented JSON when JSON can show it, else its repr (custom serializers)."""
+    if isinstance(payload, str):
+        return payload
+    try:
+        return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=True)
+    except (TypeError, ValueError):
+        return repr(payload)
+
+
+def payload_line(payload: Any) -> str:
+    """One line, compact, for summaries."""
+    if isinstance(payload, str):
+        text = json.dumps(payload, ensure_ascii=False)
+    else:
+        try:
+            text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            text = repr(payload)
+    return text if len(text) <= SHORT_PAYLOAD else text[: SHORT_PAYLOAD - 1] + "…"
+
+
+def is_long(payload: Any) -> bool:
+    """Whether a payload is collapsed: when its one-line form does not fit."""
+    line = payload_line(payload)
+    return line.endswith("…") or "\n" in line
+
+
+def first_line(text: str | None, limit: int = 120) -> str:
+    if not text:
+        return ""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" + ("" if count == 1 else "s")
+
+
+def bytes_human(value: int | None) -> str:
+    if value is None:
+        return "-"
+    size = float(value)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"

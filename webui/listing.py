@@ -1,0 +1,153 @@
+"""Query parameters of the enqueued and morgue listings, shared by the pages and the API.
+
+Paging is by cursor (the score and id of a page's first or last row), so the
+thousandth page costs what the first one does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Callable, Mapping
+
+from ..queue.queries import MAX_LIMIT, Cursor, Page
+
+TIME_ORDERS = frozenset({"perform_in", "updated_at"})
+
+
+class BadInput(ValueError):
+    """A query parameter or body the caller must fix: answered with 400 and this message."""
+
+
+TRUE = frozenset({"1", "true", "yes", "on"})
+FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+@dataclass(frozen=True)
+class Listing:
+    order_by: str
+    desc: bool
+    min: str
+    max: str
+    limit: int
+    after: Cursor | None = None
+    before: Cursor | None = None
+
+    def args(self, **changes: Any) -> dict[str, str]:
+        """URL query arguments of this listing (with changes), leaving out empty ones."""
+        listing = replace(self, **changes)
+        out = {"order_by": listing.order_by, "desc": "1" if listing.desc else "0", "limit": str(listing.limit)}
+        for name in ("min", "max"):
+            if getattr(listing, name):
+                out[name] = getattr(listing, name)
+        if listing.after is not None:
+            out["after"] = listing.after.encode()
+        if listing.before is not None:
+            out["before"] = listing.before.encode()
+        return out
+
+    def first_page(self) -> "Listing":
+        return replace(self, after=None, before=None)
+
+
+def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: str, default_limit: int) -> Listing:
+    """Raises BadInput saying which parameter is wrong."""
+    order_by = args.get("order_by") or default_order
+    if order_by not in orders:
+        raise BadInput(f"order_by must be one of {', '.join(orders)}, got {order_by!r}")
+    desc_text = (args.get("desc") or "").lower()
+    if desc_text not in TRUE | FALSE:
+        raise BadInput(f"desc must be 0 or 1, got {args.get('desc')!r}")
+    limit_text = args.get("limit") or str(default_limit)
+    try:
+        limit = int(limit_text)
+    except ValueError:
+        raise BadInput(f"limit must be an integer, got {limit_text!r}") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadInput(f"limit must be in 1..{MAX_LIMIT}, got {limit}")
+    after, before = _cursor(args, "after"), _cursor(args, "before")
+    if after and before:
+        raise BadInput("give either after or before, not both")
+    return Listing(
+        order_by=order_by,
+        desc=desc_text in TRUE,
+        min=bound(args.get("min", ""), order_by, "min"),
+        max=bound(args.get("max", ""), order_by, "max"),
+        limit=limit,
+        after=after,
+        before=before,
+    )
+
+
+def bound(text: str, order_by: str, name: str) -> str:
+    """A min/max filter: an id as typed, a number, or for times also a local date and time."""
+    text = text.strip()
+    if not text or order_by == "id":
+        return text
+    try:
+        float(text)
+        return text
+    except ValueError:
+        pass
+    if order_by in TIME_ORDERS:
+        try:
+            return repr(datetime.fromisoformat(text).timestamp())
+        except ValueError:
+            raise BadInput(f"{name} must be a unix time or a date like 2024-05-01 12:00, got {text!r}") from None
+    raise BadInput(f"{name} must be a number when ordering by {order_by}, got {text!r}")
+
+
+def _cursor(args: Mapping[str, str], name: str) -> Cursor | None:
+    token = args.get(name)
+    if not token:
+        return None
+    try:
+        return Cursor.decode(token)
+    except ValueError as exc:
+        raise BadInput(f"{name}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A page ready to show: its rows and the listings of the pages around it."""
+
+    rows: list[Any]
+    listing: Listing
+    next: Listing | None
+    previous: Listing | None
+
+
+def fetch(query: Callable[..., Page[Any]], listing: Listing) -> Shown:
+    page = _query(query, listing)
+    if listing.before is not None and not page.has_more and len(page.rows) < listing.limit:
+        # Paging back reached the start with a short page: show a full first page instead.
+        listing = listing.first_page()
+        page = _query(query, listing)
+    backwards = listing.before is not None
+    has_next = True if backwards else page.has_more
+    has_previous = page.has_more if backwards else listing.after is not None
+    return Shown(
+        rows=page.rows,
+        listing=listing,
+        next=replace(listing, after=page.last, before=None) if has_next and page.last else None,
+        previous=replace(listing, before=page.first, after=None) if has_previous and page.first else None,
+    )
+
+
+def _query(query: Callable[..., Page[Any]], listing: Listing) -> Page[Any]:
+    try:
+        return _run(query, listing)
+    except ValueError as exc:  # the queue's own checks of what the caller sent
+        raise BadInput(str(exc)) from None
+
+
+def _run(query: Callable[..., Page[Any]], listing: Listing) -> Page[Any]:
+    return query(
+        listing.order_by,
+        desc=listing.desc,
+        min=listing.min or None,
+        max=listing.max or None,
+        limit=listing.limit,
+        after=listing.after,
+        before=listing.before,
+    )

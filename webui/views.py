@@ -1,0 +1,171 @@
+"""HTML pages. Every GET only reads; every form POST acts, then redirects (303) with a flash."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Response, make_response, redirect, render_template, request, url_for
+
+from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
+from . import chart, listing
+from .blueprint import bp
+from .console import Console, WorkerView
+from .operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
+from .state import console, state
+
+FLASH_COOKIE = "lowkiq_flash"
+PAGE_SIZES = (25, 50, 100)
+
+
+# ---- dashboard ------------------------------------------------------------
+
+
+def dashboard_data(c: Console) -> dict[str, Any]:
+    """Totals, a row per worker and Redis info: one round trip for every shard, one for INFO."""
+    rows = c.metrics()
+    now = c.clock()
+    totals = {
+        "processed": sum(m.processed for _, m in rows),
+        "failed": sum(m.failed for _, m in rows),
+        "busy": sum(m.busy for _, m in rows),
+        "enqueued": sum(m.length for _, m in rows),
+        "fresh": sum(m.fresh for _, m in rows),
+        "retries": sum(m.retries for _, m in rows),
+        "dead": sum(m.morgue_length for _, m in rows),
+        "lag": max((m.lag for _, m in rows), default=0.0),
+    }
+    samples = state().sample(now, totals["processed"], totals["failed"])
+    return {
+        "rows": rows,
+        "totals": totals,
+        "redis": c.redis_info(),
+        "chart": chart.build(samples),
+        "now": now,
+        "source": c.source,
+    }
+
+
+@bp.get("/")
+def dashboard() -> Response:
+    return page("lowkiq/dashboard.html", **dashboard_data(console()))
+
+
+@bp.get("/_live")
+def dashboard_live() -> str:
+    """The polled part of the dashboard (numbers, chart, Redis info), swapped in place."""
+    return render_template("lowkiq/_live.html", **dashboard_data(console()))
+
+
+# ---- one worker -----------------------------------------------------------------
+
+
+@bp.get("/workers/<worker>")
+def worker(worker: str) -> Response:
+    console().worker(worker)
+    return redirect(url_for(".enqueued", worker=worker))  # type: ignore[return-value]
+
+
+@bp.get("/workers/<worker>/enqueued")
+def enqueued(worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    args = listing.parse(request.args, ENQUEUED_ORDERS, default_order="perform_in", default_limit=PAGE_SIZES[0])
+    shown = listing.fetch(c.queries(view).enqueued, args)
+    return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=ENQUEUED_ORDERS, now=c.clock())
+
+
+@bp.get("/workers/<worker>/morgue")
+def morgue(worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=PAGE_SIZES[0])
+    shown = listing.fetch(c.queries(view).morgue, args)
+    return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=MORGUE_ORDERS, now=c.clock())
+
+
+@bp.get("/workers/<worker>/busy")
+def busy(worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    return page("lowkiq/busy.html", view=view, jobs=c.queries(view).busy(), tab="busy", now=c.clock())
+
+
+@bp.get("/workers/<worker>/_counts")
+def worker_counts(worker: str) -> str:
+    """The tab counts, loaded after the page so that a listing stays two round trips."""
+    c = console()
+    view = c.worker(worker)
+    [(_, metrics)] = c.metrics([view])
+    return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""))
+
+
+@bp.get("/workers/<worker>/jobs/<path:job_id>")
+def job(worker: str, job_id: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    q = c.queries(view)
+    found = {"queued": q.job(job_id), "busy": q.busy_job(job_id), "morgue": q.morgue_job(job_id)}
+    status = 200 if any(found.values()) else 404
+    return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status)
+
+
+# ---- actions -----------------------------------------------------------------------
+
+
+def _act(op: Operation, worker: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    ids = request.form.getlist("ids")[:MAX_IDS]
+    if op.takes_ids and not ids:
+        message = "No job selected."
+    else:
+        message = op.message(op.run(c.actions(view), ids))
+    response = redirect(_back(view), code=303)
+    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
+    return response
+
+
+def _back(view: WorkerView) -> str:
+    """Where the form came from (a path inside the console only), else the worker's page."""
+    target = request.form.get("next", "")
+    parts = urlsplit(target)
+    root = url_for(".dashboard")
+    if target and not parts.scheme and not parts.netloc and parts.path.startswith(root) and not target.startswith("//"):
+        return target
+    return url_for(".enqueued", worker=view.name)
+
+
+def _register_actions() -> None:
+    for op in OPERATIONS:
+        bp.add_url_rule(
+            f"/workers/<worker>/{op.path}",
+            endpoint=f"do_{op.endpoint}",
+            view_func=lambda worker, op=op: _act(op, worker),
+            methods=["POST"],
+        )
+
+
+_register_actions()
+
+
+def action_url(name: str, worker: str) -> str:
+    """The form target of an operation, for templates: action_url('morgue_requeue', ...)."""
+    return url_for(f".do_{BY_ENDPOINT[name].endpoint}", worker=worker)
+
+
+@bp.context_processor
+def _actions_context() -> dict[str, Any]:
+    return {"action_url": action_url}
+
+
+# ---- rendering ---------------------------------------------------------------------
+
+
+def page(template: str, status: int = 200, **context: Any) -> Response:
+    """A full page, with the flash left by the last action (then forgotten)."""
+    flash = request.cookies.get(FLASH_COOKIE)
+    response = make_response(render_template(template, flash=flash, page_sizes=PAGE_SIZES, **context), status)
+    if flash is not None:
+        response.delete_cookie(FLASH_COOKIE, path=url_for(".dashboard"))
+    return response
