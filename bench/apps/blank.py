@@ -1,0 +1,38 @@
+"""Lowkiq's benchmark shape: an empty perform.
+
+BENCH_SHARDS_COUNT and BENCH_BATCH_SIZE shape the worker. The only work
+done per batch is what the measurement needs: the first perform stores its
+start time, and the perform that brings the count of ids to BENCH_EXPECTED
+stores its end time (bench:first, bench:last in Redis).
+"""
+
+import os
+import threading
+import time
+
+import lowkiq
+import redis
+
+EXPECTED = int(os.environ["BENCH_EXPECTED"])
+_marks = redis.Redis.from_url(os.environ["LOWKIQ_REDIS_URL"])
+_lock = threading.Lock()
+_done = 0
+
+
+class BlankWorker(lowkiq.Worker):
+    shards_count = int(os.environ.get("BENCH_SHARDS_COUNT", "5"))
+    batch_size = int(os.environ.get("BENCH_BATCH_SIZE", "1"))
+
+    def perform(self, payloads_by_id):
+        global _done
+        with _lock:
+            first = _done == 0
+            _done += len(payloads_by_id)
+            last = _done == EXPECTED
+        if first:
+            _marks.set("bench:first", repr(time.time()))
+        if last:
+            _marks.set("bench:last", repr(time.time()))
+
+
+lowkiq.configure(workers=[BlankWorker])
