@@ -44,8 +44,10 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
     app.config.update(config or {})
     state = init_app(app)
     if state.console_factory is None:
-        # Built on first request: gunicorn's --preload must not fork a live connection pool.
-        state.console_factory = lambda: standalone_console(env)
+        # Built now so that a bad LOWKIQ_APP or Redis URL stops the boot, not the first request;
+        # redis-py connects lazily and per process, so gunicorn --preload forks no live socket.
+        built = standalone_console(env)
+        state.console_factory = lambda: built
     security.install(app)
     app.register_blueprint(bp)
 
