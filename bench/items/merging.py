@@ -1,4 +1,76 @@
-"""placeholder"""
+"""Item 3: 1,000 ids x 100 versions arriving while the server runs."""
 
-def run(sizes, options):
-    raise NotImplementedError
+from __future__ import annotations
+
+import time
+
+import lowkiq
+import redis
+from lowkiq.queue.keys import registry_hash
+
+from ..common import MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, Sizes, log, median, spread, wait_drained, wait_for
+from ..options import Options
+from ..redis_server import RedisServer
+
+
+def merge_worker() -> type[lowkiq.Worker]:
+    """The bench process's twin of ``bench/apps/merging.py``."""
+    return type("MergeWorker", (lowkiq.Worker,), {"shards_count": 5, "batch_size": 1, "__module__": __name__})
+
+
+def run(sizes: Sizes, options: Options) -> ItemResult:
+    ids, versions = sizes.merge_ids, sizes.merge_versions
+    total = ids * versions
+    result = ItemResult(3, "Merging", f"{ids:,} ids × {versions} versions (payload = version = score), sent "
+                        f"version by version ({versions} `perform_async` calls of {ids:,} jobs) while one `lowkiq` "
+                        "process (5 threads, lag scheduler, shards_count 5, batch_size 1) runs; end-to-end = first "
+                        "enqueue to the perform that saw the last payload")
+    runs = []
+    with RedisServer() as redis_server:
+        client = redis_server.client()
+        for n in range(sizes.runs):
+            log(f"item 3, run {n + 1}/{sizes.runs}")
+            runs.append(_once(redis_server.url, client, ids, versions))
+    e2e = [r["end_to_end"] for r in runs]
+    performs = [r["performs"] for r in runs]
+    per = [total / p for p in performs]
+    result.row("payloads delivered", spread([r["payloads"] for r in runs], "{:,.0f}"), f"= {total:,}",
+               all(r["payloads"] == total for r in runs))
+    result.row("performs", spread(performs, "{:,.0f}"))
+    result.row("payloads per perform, mean", spread(per, "{:.1f}"))
+    result.row("payloads per perform, max", spread([r["max_payloads"] for r in runs], "{:,.0f}"))
+    result.row("payloads out of version order", spread([r["out_of_order"] for r in runs], "{:,.0f}"), "0",
+               all(r["out_of_order"] == 0 for r in runs))
+    result.row("enqueue of all versions, s", spread([r["enqueue"] for r in runs]))
+    result.row("end-to-end, s", spread(e2e))
+    result.row("payloads/s end-to-end", f"{total / median(e2e):,.0f}")
+    result.note("Merging turns versions into fewer performs: while an id waits its turn in its shard, its new "
+                "versions join the queued job, so the server runs far fewer performs than payloads. Order: every "
+                "id's versions reached perform in ascending order in every run (out-of-order count above).")
+    return result
+
+
+def _once(url: str, client: redis.Redis, ids: int, versions: int) -> dict[str, float]:
+    client.flushall()
+    worker = merge_worker()
+    runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    env = {"BENCH_EXPECTED": str(ids * versions)}
+    try:
+        with LowkiqServer("merging", url, env=env) as server:
+            # The server registers its workers once it is up: only then start sending.
+            wait_for(lambda: client.hexists(registry_hash(), "MergeWorker"), timeout=30,
+                     alive=server.check_alive, what="the server to start")
+            time.sleep(0.2)
+            started = time.time()
+            for version in range(versions):
+                worker.perform_async([{"id": i, "payload": version, "score": version} for i in range(ids)])
+            enqueue = time.time() - started
+            drain = wait_drained(client, timeout=600, alive=server.check_alive)
+            totals = {k.decode(): float(v) for k, v in client.hgetall("bench:merge").items()}
+    finally:
+        runtime.close()
+    client.delete(MARK_FIRST, MARK_LAST, "bench:merge")
+    out = {**totals, "enqueue": enqueue, "end_to_end": drain.last - started}
+    log(f"merging: {out['performs']:,.0f} performs for {out['payloads']:,.0f} payloads, "
+        f"end-to-end {out['end_to_end']:.2f} s")
+    return out
