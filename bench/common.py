@@ -45,7 +45,7 @@ class Sizes:
 FULL = Sizes(smoke=False, runs=3, jobs=100_000, slice=10_000, merge_ids=1_000, merge_versions=100,
              rq_jobs=100_000, rq_fork_jobs=2_000, others_runs=1, console_workers=50, console_shards=24,
              console_queued=1_000_000, console_dead=100_000, console_requests=200)
-SMOKE = Sizes(smoke=True, runs=1, jobs=2_000, slice=1_000, merge_ids=50, merge_versions=10,
+SMOKE = Sizes(smoke=True, runs=1, jobs=2_000, slice=1_000, merge_ids=200, merge_versions=10,
               rq_jobs=300, rq_fork_jobs=20, others_runs=1, console_workers=3, console_shards=24,
               console_queued=5_000, console_dead=500, console_requests=20)
 

@@ -126,7 +126,7 @@ def main() -> None:
             gunicorn = Path(sys.executable).parent / "gunicorn"
             proc = subprocess.Popen(
                 [str(gunicorn), "-w", "1", "--threads", "4", "-b", f"127.0.0.1:{port}", "lowkiq.webui:create_app()"],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env=env, stdout=subprocess.DEVNULL, stderr=open(os.devnull, "w") if not os.environ.get("BENCH_VERBOSE") else None,
             )
             try:
                 base = f"http://127.0.0.1:{port}"
