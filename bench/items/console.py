@@ -1,4 +1,236 @@
-"""placeholder"""
+"""Item 6: console latency with 50 workers × 24 shards, 1,000,000 queued and 100,000 dead jobs.
 
-def run(sizes, options):
-    raise NotImplementedError
+Seeding uses the public core only: ``perform_async`` in slices of 10,000
+for the queued jobs; for the dead ones, enqueue, take them into processing
+(``Queue.ack_and_take``), fail them once (``Queue.fail``) and move every
+failed job to the morgue (``Actions.kill_failed``), as an operator would.
+The console is measured in-process (Flask's test client: the app and Redis,
+no HTTP) and over HTTP through ``gunicorn "lowkiq.webui:create_app()"``
+(one sync worker, a new connection per request, as a browser without
+keep-alive would see it).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import http.client
+import io
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import lowkiq
+import redis
+from lowkiq.queue.metrics import queue_metrics
+
+from ..common import ItemResult, Sizes, log, median, spread
+from ..options import Options
+from ..redis_server import RedisServer, free_port
+
+ERROR = b"RuntimeError: the payment provider timed out (seeded by the benchmark)"
+
+
+def console_workers(count: int, shards: int) -> list[type[lowkiq.Worker]]:
+    return [type(f"ConsoleWorker{n:02d}", (lowkiq.Worker,), {"shards_count": shards, "__module__": __name__})
+            for n in range(count)]
+
+
+@dataclass
+class Endpoint:
+    label: str
+    path: str
+    target_ms: float | None
+
+
+def run(sizes: Sizes, options: Options) -> ItemResult:
+    workers = console_workers(sizes.console_workers, sizes.console_shards)
+    first = workers[0].__name__
+    endpoints = [
+        Endpoint("GET api/v1/stats", "/api/v1/stats", 20.0),
+        Endpoint("GET / (dashboard page)", "/", None),
+        Endpoint("GET morgue page (default: 25 rows by updated_at)", f"/workers/{first}/morgue", 100.0),
+        Endpoint("GET morgue page, 100 rows by id", f"/workers/{first}/morgue?order_by=id&limit=100", 100.0),
+        Endpoint("GET enqueued page (default: 25 rows by perform_in)", f"/workers/{first}/enqueued", None),
+    ]
+    result = ItemResult(6, "Console", f"{len(workers)} workers × {sizes.console_shards} shards, "
+                        f"{sizes.console_queued:,} queued jobs and {sizes.console_dead:,} dead ones; "
+                        f"{sizes.console_requests} sequential requests per endpoint after 5 warm-up requests; "
+                        "in-process = Flask test client (the app and Redis, no HTTP); HTTP = gunicorn, one sync worker")
+    with RedisServer() as redis_server:
+        url, client = redis_server.url, redis_server.client()
+        seconds = _seed(url, workers, sizes)
+        used = int(client.info("memory")["used_memory"])
+        result.note(f"Seeding took {seconds:.1f} s; Redis used_memory {used / 2**20:,.0f} MiB.")
+        in_process = _in_process(url)
+        over_http = _gunicorn(url) if options.console_http else None
+        sources = [("in-process", in_process)] + ([("HTTP", over_http)] if over_http else [])
+        misses: list[Endpoint] = []
+        for ep in endpoints:
+            for label, get in sources:
+                times = _measure(get, ep.path, sizes.console_requests)
+                p50, p99 = _percentile(times, 50), _percentile(times, 99)
+                target = f"p99 < {ep.target_ms:.0f} ms" if ep.target_ms else ""
+                ok = None if sizes.smoke or not ep.target_ms else p99 < ep.target_ms
+                result.row(f"{ep.label}, {label}", f"p50 {p50:.1f} ms, p99 {p99:.1f} ms", target, ok)
+                if ok is False and ep not in misses:
+                    misses.append(ep)
+        if over_http:
+            over_http.close()
+        wanted = misses if options.profile == "auto" else endpoints if options.profile == "always" else []
+        for ep in wanted:
+            result.note(_profile(client, in_process, ep, sizes.console_requests))
+    return result
+
+
+def _seed(url: str, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:
+    started = time.perf_counter()
+    runtime = lowkiq.configure(workers=workers, redis_url=url)
+    try:
+        dead_each = sizes.console_dead // len(workers)
+        queued_each = sizes.console_queued // len(workers)
+        for worker in workers:
+            # The dead first: a take only finds them while nothing else is ready.
+            for start in range(0, dead_each, 10_000):
+                worker.perform_async([{"id": f"dead-{i}", "payload": {"order": i, "status": "paid", "amount": i % 977}}
+                                      for i in range(start, min(dead_each, start + 10_000))])
+            queue = runtime.queue(worker)
+            now = time.time()
+            for shard in range(worker.shards_count):
+                taken = queue.ack_and_take(None, (shard, dead_each))
+                if taken and taken.jobs:
+                    queue.fail(shard, [(job.id, now + 3600) for job in taken.jobs], ERROR, worker.max_retry_count)
+            runtime.actions(worker).kill_failed()
+            for start in range(0, queued_each, 10_000):
+                worker.perform_async([{"id": i, "payload": {"order": i, "status": "paid", "amount": i % 977}}
+                                      for i in range(start, min(queued_each, start + 10_000))])
+        stats = queue_metrics(runtime.client, [w.keys() for w in workers])
+        queued, dead = sum(m.length for m in stats), sum(m.morgue_length for m in stats)
+    finally:
+        runtime.close()
+    if queued != queued_each * len(workers) or dead != dead_each * len(workers):
+        raise RuntimeError(f"seeding went wrong: {queued:,} queued, {dead:,} dead")
+    elapsed = time.perf_counter() - started
+    log(f"console: seeded {queued:,} queued and {dead:,} dead jobs over {len(workers)} workers in {elapsed:.1f} s")
+    return elapsed
+
+
+Get = Callable[[str], tuple[int, bytes]]
+
+
+class _InProcess:
+    def __init__(self, url: str) -> None:
+        from lowkiq.webui import create_app
+
+        self.app = create_app(environ={"LOWKIQ_REDIS_URL": url})
+        self.client = self.app.test_client()
+
+    def __call__(self, path: str) -> tuple[int, bytes]:
+        response = self.client.get(path)
+        return response.status_code, response.get_data()
+
+
+def _in_process(url: str) -> _InProcess:
+    return _InProcess(url)
+
+
+class _Gunicorn:
+    def __init__(self, url: str) -> None:
+        self.port = free_port()
+        binary = Path(sys.executable).parent / "gunicorn"
+        env = {**os.environ, "LOWKIQ_REDIS_URL": url}
+        env.pop("REDIS_URL", None)
+        # cwd elsewhere: gunicorn puts its cwd on sys.path, and the repository's lowkiq/ lacks webui/.
+        self.process = subprocess.Popen([str(binary), "-w", "1", "-b", f"127.0.0.1:{self.port}", "--log-level",
+                                         "warning", "lowkiq.webui:create_app()"], env=env, cwd=tempfile.gettempdir(),
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self("/api/v1/stats")
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"gunicorn did not start: {self.process.stderr.read().decode()[-500:]}")
+                time.sleep(0.1)
+
+    def __call__(self, path: str) -> tuple[int, bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _gunicorn(url: str) -> _Gunicorn:
+    return _Gunicorn(url)
+
+
+def _measure(get: Get, path: str, requests: int) -> list[float]:
+    for _ in range(5):
+        _check(get(path), path)
+    times = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        status, body = get(path)
+        times.append((time.perf_counter() - started) * 1000)
+        _check((status, body), path)
+    return times
+
+
+def _check(reply: tuple[int, bytes], path: str) -> None:
+    status, body = reply
+    if status != 200:
+        raise RuntimeError(f"GET {path} answered {status}: {body[:300]!r}")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def _profile(client: redis.Redis, get: _InProcess, ep: Endpoint, requests: int) -> str:
+    """cProfile of the in-process requests, plus what Redis did for them."""
+    n = max(10, requests // 4)
+    client.config_resetstat()
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for _ in range(n):
+        get(ep.path)
+    profiler.disable()
+    wall = (time.perf_counter() - started) / n * 1000
+    stats = client.info("commandstats")
+    redis_rows = sorted(((k.removeprefix("cmdstat_"), v) for k, v in stats.items() if "config" not in k),
+                        key=lambda kv: -kv[1]["usec"])[:6]
+    redis_ms = sum(v["usec"] for _, v in stats.items()) / n / 1000
+    text = io.StringIO()
+    stats_ = pstats.Stats(profiler, stream=text)
+    stats_.sort_stats("cumulative").print_stats(r"lowkiq/", 12)
+    stats_.sort_stats("tottime").print_stats(10)
+    body = "\n".join(_short_path(line) for line in text.getvalue().splitlines()
+                     if line.strip() and not line.lstrip().startswith(("List reduced", "Ordered by")))
+    parts = ", ".join(f"{name} {v['calls'] / n:,.1f}×{v['usec_per_call']:.0f} µs" for name, v in redis_rows)
+    return (f"Profile of `{ep.path}` ({n} in-process requests, {wall:.1f} ms each under cProfile): Redis spent "
+            f"{redis_ms:.1f} ms per request inside commands (per request: {parts}).\n\n```\n{body[-3500:]}\n```")
+
+
+def _short_path(line: str) -> str:
+    marker = "site-packages/"
+    return line.replace(line[line.find("/"):line.find(marker) + len(marker)], "") if marker in line else line
