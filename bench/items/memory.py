@@ -47,8 +47,8 @@ class Footprint:
 
 
 def run(sizes: Sizes, options: Options) -> ItemResult:
-    result = ItemResult(5, "Memory", "Redis `used_memory` after enqueueing into an empty Redis, divided by the jobs "
-                        "(ids) queued; per structure from `MEMORY USAGE key SAMPLES 0` over every key of the queue; "
+    result = ItemResult(5, "Memory", "Redis `used_memory` (less `mem_clients_normal`, the connections' buffers) "
+                        "after enqueueing into an empty Redis, divided by the jobs (ids) queued; per structure from `MEMORY USAGE key SAMPLES 0` over every key of the queue; "
                         "then a `lowkiq` process drains the queue and its peak RSS (VmHWM) is read")
     # A fresh Redis for each case: nothing freed late by the previous case blurs the delta.
     with RedisServer() as redis_server:
@@ -111,10 +111,12 @@ def _warm(client: redis.Redis, worker: type[lowkiq.Worker]) -> int:
 
 
 def _used(client: redis.Redis) -> int:
-    # Idle clients' query buffers (a pipeline of 10,000 jobs leaves one behind) count in used_memory
-    # until Redis's clients cron shrinks them: let it run first.
+    # Connections' buffers count in used_memory and come and go with the clients (a pipeline of
+    # 10,000 jobs leaves a query buffer behind until Redis's cron shrinks it): they are not the
+    # jobs' cost, so they are left out, after giving the cron a moment.
     time.sleep(1.0)
-    return int(client.info("memory")["used_memory"])
+    info = client.info("memory")
+    return int(info["used_memory"]) - int(info["mem_clients_normal"])
 
 
 def _structures(client: redis.Redis, worker: type[lowkiq.Worker]) -> list[Structure]:
