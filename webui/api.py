@@ -47,7 +47,7 @@ def morgue_job_json(job: MorgueJob) -> dict[str, Any]:
 @bp.get("/api/v1/stats")
 def api_stats() -> Response:
     """Exactly SPEC's shape: length = fresh + retries; total lag = the largest."""
-    rows = console().metrics()
+    rows = console().metrics(full=False)
     by_worker = {
         view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag} for view, m in rows
     }

@@ -25,12 +25,13 @@ from .. import connection, registry
 from ..config import redis_url_from
 from ..queue.actions import Actions
 from ..queue.keys import QueueKeys
-from ..queue.metrics import QueueMetrics, queue_metrics
+from ..queue.metrics import QueueMetrics
 from ..queue.queries import Queries
 from ..registry import WorkerInfo
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
 from ..serializers import load_json
+from .metrics import FULL, STATS, MetricsReader
 
 # Registry lookups are cached this long: the stats API is polled often and the
 # set of workers changes only on deploys.
@@ -74,6 +75,7 @@ class Console:
         self.load_error = load_error
         self.clock = clock
         self.source = source
+        self._reader = MetricsReader(client)
 
     @classmethod
     def from_runtime(cls, runtime: Runtime) -> "Console":
@@ -115,23 +117,32 @@ class Console:
 
     # ---- numbers --------------------------------------------------------
 
-    def metrics(self, views: list[WorkerView] | None = None) -> list[tuple[WorkerView, QueueMetrics]]:
-        """Every shard of the given workers (all by default) in one round trip."""
+    def metrics(self, views: list[WorkerView] | None = None, *, full: bool = True) -> list[tuple[WorkerView, QueueMetrics]]:
+        """Every shard of the given workers (all by default) in one round trip.
+
+        ``full=False`` reads only what api/v1/stats shows (length, dead, lag).
+        """
         views = self.workers() if views is None else views
-        measured = queue_metrics(self.client, [v.keys for v in views], now=self.clock())
+        measured, _ = self._reader.read([v.keys for v in views], self.clock(), kind=FULL if full else STATS)
         return list(zip(views, measured))
 
-    def redis_info(self) -> dict[str, Any]:
-        info = self.client.info()
-        return {
-            "version": info.get("redis_version"),
-            "uptime_in_seconds": info.get("uptime_in_seconds"),
-            "connected_clients": info.get("connected_clients"),
-            "used_memory": info.get("used_memory"),
-            "used_memory_human": info.get("used_memory_human"),
-            "used_memory_peak": info.get("used_memory_peak"),
-            "used_memory_peak_human": info.get("used_memory_peak_human"),
-        }
+    def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any]]:
+        """Every shard's numbers and Redis INFO, in one round trip."""
+        views = self.workers()
+        measured, info = self._reader.read([v.keys for v in views], self.clock(), kind=FULL, with_info=True)
+        return list(zip(views, measured)), _redis_summary(info or {})
+
+
+def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": info.get("redis_version"),
+        "uptime_in_seconds": info.get("uptime_in_seconds"),
+        "connected_clients": info.get("connected_clients"),
+        "used_memory": info.get("used_memory"),
+        "used_memory_human": info.get("used_memory_human"),
+        "used_memory_peak": info.get("used_memory_peak"),
+        "used_memory_peak_human": info.get("used_memory_peak_human"),
+    }
 
 
 def cached_registry(client: redis.Redis, ttl: float = REGISTRY_TTL) -> Callable[[], list[WorkerInfo]]:

@@ -22,8 +22,8 @@ PAGE_SIZES = (25, 50, 100)
 
 
 def dashboard_data(c: Console) -> dict[str, Any]:
-    """Totals, a row per worker and Redis info: one round trip for every shard, one for INFO."""
-    rows = c.metrics()
+    """Totals, a row per worker and Redis info: one round trip."""
+    rows, redis_info = c.dashboard()
     now = c.clock()
     totals = {
         "processed": sum(m.processed for _, m in rows),
@@ -39,7 +39,7 @@ def dashboard_data(c: Console) -> dict[str, Any]:
     return {
         "rows": rows,
         "totals": totals,
-        "redis": c.redis_info(),
+        "redis": redis_info,
         "chart": chart.build(samples),
         "now": now,
         "source": c.source,

@@ -1,0 +1,58 @@
+"""The console's pre-packed metrics agree with the queue core's, in one round trip."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from lowkiq.queue.metrics import queue_metrics
+from lowkiq.webui.metrics import FULL, STATS, MetricsReader
+from queue_support import RoundTrips
+from webui_support import OrdersWorker, MailerWorker, app, client, fail, make_dead, runtime  # noqa: F401
+
+
+def seed(runtime, clock) -> None:
+    make_dead(runtime, OrdersWorker, [{"id": f"d{i}"} for i in range(5)])
+    OrdersWorker.perform_async([{"id": i, "perform_in": clock() - i} for i in range(20)])
+    fail(runtime, OrdersWorker, ["3"])
+    q = runtime.queue(OrdersWorker)
+    taken = q.ack_and_take(None, (q.shard_of("5"), 2))  # busy
+    other = q.ack_and_take(None, (q.shard_of("7"), 1))
+    q.ack_and_take((other.shard, [j.id for j in other.jobs]), None)  # processed
+    MailerWorker.perform_async([{"id": "m", "perform_in": clock() + 50}])
+    assert taken.jobs
+
+
+def test_full_metrics_equal_the_core_ones(runtime, clock):
+    seed(runtime, clock)
+    queues = [OrdersWorker.keys(), MailerWorker.keys()]
+    mine, info = MetricsReader(runtime.client).read(queues, clock(), kind=FULL, with_info=True)
+    assert mine == queue_metrics(runtime.client, queues, now=clock())
+    assert info["redis_version"] == runtime.client.info()["redis_version"]
+
+
+def test_stats_metrics_equal_the_core_ones_where_stats_look(runtime, clock):
+    seed(runtime, clock)
+    queues = [OrdersWorker.keys(), MailerWorker.keys()]
+    mine, info = MetricsReader(runtime.client).read(queues, clock(), kind=STATS)
+    core = queue_metrics(runtime.client, queues, now=clock())
+    assert info is None
+    assert [(m.length, m.morgue_length, m.lag) for m in mine] == [(m.length, m.morgue_length, m.lag) for m in core]
+
+
+def test_dashboard_is_one_round_trip(client, runtime, monkeypatch):
+    client.get("/lowkiq/_live")
+    trips = RoundTrips(monkeypatch)
+    assert client.get("/lowkiq/_live").status_code == 200
+    assert trips.count == 1
+
+
+def test_a_wrong_type_key_is_an_error_and_the_connection_stays_usable(runtime, r, clock):
+    r.set(OrdersWorker.keys().shard(0).processing_hash, "not a hash")
+    reader = MetricsReader(runtime.client)
+    with pytest.raises(redis.ResponseError):
+        reader.read([OrdersWorker.keys()], clock())
+    r.delete(OrdersWorker.keys().shard(0).processing_hash)
+    [m], _ = reader.read([OrdersWorker.keys()], clock())
+    assert m.length == 0
+    assert runtime.client.ping()
