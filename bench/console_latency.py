@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -124,8 +125,10 @@ def main() -> None:
             port = free_port()
             env = {**os.environ, "LOWKIQ_REDIS_URL": server.url}
             gunicorn = Path(sys.executable).parent / "gunicorn"
+            # Outside the source tree: its lowkiq/ folder would shadow the installed package.
             proc = subprocess.Popen(
-                [str(gunicorn), "-w", "1", "--threads", "4", "-b", f"127.0.0.1:{port}", "lowkiq.webui:create_app()"],
+                cwd=tempfile.gettempdir(),
+                args=[str(gunicorn), "-w", "1", "--threads", "4", "-b", f"127.0.0.1:{port}", "lowkiq.webui:create_app()"],
                 env=env, stdout=subprocess.DEVNULL, stderr=open(os.devnull, "w") if not os.environ.get("BENCH_VERBOSE") else None,
             )
             try:

@@ -5,6 +5,7 @@
   serializers); without it, workers are found in the registry servers and clients keep in Redis
 - ``LOWKIQ_WEB_PASSWORD`` (and ``LOWKIQ_WEB_USER``, default "admin"): HTTP basic auth
 - ``LOWKIQ_WEB_READONLY=1``: hide and refuse every action
+- ``LOWKIQ_WEB_POLL_INTERVAL``: seconds between the dashboard's live refreshes (default 3)
 - ``LOWKIQ_WEB_SECRET_KEY``: signs CSRF tokens; unset, a random key is kept in Redis so that
   every gunicorn worker shares it
 """
@@ -40,6 +41,7 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
         LOWKIQ_WEB_PASSWORD=env.get("LOWKIQ_WEB_PASSWORD") or None,
         LOWKIQ_WEB_USER=env.get("LOWKIQ_WEB_USER") or "admin",
         LOWKIQ_WEB_SECRET_KEY=env.get("LOWKIQ_WEB_SECRET_KEY") or None,
+        LOWKIQ_WEB_POLL_INTERVAL=float(env.get("LOWKIQ_WEB_POLL_INTERVAL") or 3.0),
     )
     app.config.update(config or {})
     state = init_app(app)
