@@ -14,7 +14,7 @@ from webui_support import OrdersWorker, csrf, host_app, ids_in, make_dead, runti
 
 
 def links(html: str) -> list[str]:
-    return re.findall(r'(?:href|src|action|hx-get|formaction)="([^"]+)"', html)
+    return [l for l in re.findall(r'(?:href|src|action|hx-get|formaction)="([^"]+)"', html) if not l.startswith("data:")]
 
 
 @pytest.mark.parametrize("prefix", ["/lowkiq", "/ops/queues", "/"])
