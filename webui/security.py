@@ -18,7 +18,7 @@ import hmac
 import secrets
 from typing import Callable
 
-from flask import Flask, Response, abort, current_app, g, jsonify, request, url_for
+from flask import Flask, Response, current_app, g, jsonify, request, url_for
 
 from ..queue.keys import webui_secret_string
 from .state import state
@@ -164,18 +164,6 @@ def _credentials(header: str) -> tuple[bytes, bytes]:
 
 def _wants_json() -> bool:
     return "/api/" in request.path
-
-
-def refused_response(error: Refused, api: bool) -> tuple[Response, int] | tuple[str, int]:
-    if api:
-        return jsonify(error=error.message), error.status
-    from flask import render_template
-
-    return render_template("lowkiq/error.html", status=error.status, message=error.message), error.status
-
-
-def abort_json(status: int, message: str) -> None:
-    abort(jsonify(error=message), status)  # type: ignore[arg-type]
 
 
 def install(app: Flask) -> None:
