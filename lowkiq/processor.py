@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import redis
 
 from . import schedulers
+from .queue import lua
 from .shard_handler import Ack, ShardHandler, StopProcess
 from .splitters import Shard
 
@@ -45,7 +46,9 @@ class Processor:
         self.settings = runtime.settings
         self.stop = stop
         self.on_fatal = on_fatal  # (exception, raised by a perform?)
-        self.client = runtime.new_client(1)
+        # Two connections: the wire's, held for the hot path, and one for pipelined probes and failures.
+        self.client = runtime.new_client(2)
+        self.wire = lua.Wire(self.client)
         instances: dict[type["Worker"], "Worker"] = {}
         queues = {}
         self.handlers: list[ShardHandler] = []
@@ -55,7 +58,7 @@ class Processor:
                 # One instance per thread: a worker's own state is never shared between threads.
                 instances[w] = w()
                 queues[w] = runtime.queue(w, self.client)
-            self.handlers.append(ShardHandler(shard, instances[w], queues[w], self.settings, clock=runtime.clock))
+            self.handlers.append(ShardHandler(shard, instances[w], queues[w], self.settings, self.wire, clock=runtime.clock))
         context = schedulers.SchedulerContext(self.shards, self.settings.poll_interval, self.probe, runtime.clock)
         self.scheduler = schedulers.build(self.settings, context)
         self.pending: Ack | None = None
@@ -97,6 +100,7 @@ class Processor:
             log.exception("thread %d crashed", self.number)
             self.on_fatal(exc, False)
         finally:
+            self.wire.close(disconnect=True)
             self.client.connection_pool.disconnect()
             log.info("thread %d stopped", self.number)
 

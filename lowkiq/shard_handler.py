@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .middleware import run_chain
+from .queue import lua
 from .queue.queue import Queue, Taken
 from .splitters import Shard
 
@@ -47,6 +48,7 @@ class ShardHandler:
         worker: "Worker",
         queue: Queue,
         settings: "Settings",
+        wire: lua.Wire | None = None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -55,6 +57,7 @@ class ShardHandler:
         self.queue = queue
         self.settings = settings
         self.clock = clock
+        self.wire = wire  # the thread's own connection for ack+take
         self.name = type(worker).__name__
         self._take = (shard.index, type(worker).batch_size)
         self._middlewares = settings.server_middlewares
@@ -62,14 +65,14 @@ class ShardHandler:
     def take(self, ack: Ack | None) -> Taken:
         """Acknowledge ``ack`` (of any shard of this thread) and take a batch here: one round trip."""
         if ack is None:
-            taken = self.queue.ack_and_take(None, self._take)
+            taken = self.queue.ack_and_take(None, self._take, wire=self.wire)
         else:
-            taken = self.queue.ack_and_take((ack.handler.shard.index, ack.ids), self._take, ack_queue=ack.handler.queue)
+            taken = self.queue.ack_and_take((ack.handler.shard.index, ack.ids), self._take, ack_queue=ack.handler.queue, wire=self.wire)
         assert taken is not None
         return taken
 
     def ack(self, ids: Sequence[str]) -> None:
-        self.queue.ack_and_take((self.shard.index, ids), None)
+        self.queue.ack_and_take((self.shard.index, ids), None, wire=self.wire)
 
     def perform(self, taken: Taken) -> Ack | None:
         """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.

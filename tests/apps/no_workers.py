@@ -1,0 +1,5 @@
+"""An app that configures lowkiq but forgets its workers."""
+
+import lowkiq
+
+lowkiq.configure(workers=[])
