@@ -113,8 +113,10 @@ class ShardHandler:
         message = settings.format_error(exc)
         retries = [(job.id, now + worker.retry_in(job.retry_count + 1)) for job in taken.jobs]
         ids = [job.id for job in taken.jobs]
+        # The traceback once per batch that fails for the first time: retries of it would repeat it.
+        first = any(job.retry_count < 0 for job in taken.jobs) or log.isEnabledFor(logging.DEBUG)
         log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
-                  exc_info=(type(exc), exc, exc.__traceback__))
+                  exc_info=(type(exc), exc, exc.__traceback__) if first else None)
         morgued = self.queue.fail(self.shard.index, retries, _bytes(settings.dump_error(message)),
                                   type(worker).max_retry_count, now=now)
         if morgued:
