@@ -45,7 +45,7 @@ class LowkiqRun:
 
 
 def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, batch_size: int,
-                profile_to: str | None = None) -> LowkiqRun:
+                profile_to: str | None = None, profile_rate: int = 200) -> LowkiqRun:
     """Enqueue ``sizes.jobs`` blank jobs into an empty Redis, then time a server draining them."""
     client = redis.Redis.from_url(url)
     client.flushall()
@@ -59,7 +59,7 @@ def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, ba
     env = {"BENCH_EXPECTED": str(sizes.jobs), "BENCH_SHARDS_COUNT": str(shards_count),
            "BENCH_BATCH_SIZE": str(batch_size)}
     with LowkiqServer("blank", url, scheduler=scheduler, env=env) as server:
-        spy = SpyRecorder(server.pid, profile_to).start() if profile_to else None
+        spy = SpyRecorder(server.pid, profile_to, profile_rate).start() if profile_to else None
         drain = wait_drained(client, timeout=600, alive=server.check_alive, cpu=server.cpu_seconds)
         profile = spy.stop() if spy else None
         counters.stop()

@@ -176,14 +176,22 @@ def _structures_table(label: str, fp: Footprint) -> str:
 def _explain(single: Footprint, merged: Footprint) -> str:
     by = {s.suffix: s.bytes / single.jobs for s in single.structures}
     zsets = by.get("ids_by_perform_in", 0) + by.get("ids_lex", 0)
+    per_id = merged.payloads // max(merged.jobs, 1)
+    keys_single = sum(s.bytes for s in single.structures) / single.jobs
+    keys_merged = sum(s.bytes for s in merged.structures) / merged.jobs
     return (
-        f"What dominates, single payload: a queued job is three entries (one per structure), and at "
+        f"What dominates, single payload: a queued job is one entry in each of three structures, and at "
         f"{single.jobs // 5:,} ids per shard every structure has left its compact listpack encoding "
         f"(`zset-max-listpack-entries` / `hash-max-listpack-entries` 128), so each entry pays for a dict entry and "
-        f"an SDS copy of the id, plus a skiplist node for a zset: the two zsets take {zsets:.0f} bytes per job, the "
-        f"payloads hash {by.get('payloads', 0):.0f}, against {single.payload_bytes:.1f} bytes of payload. The id "
-        f"lex zset (only read by the console's sort by id) is {by.get('ids_lex', 0):.0f} bytes per job on its own. "
-        f"With {merged.payloads // max(merged.jobs, 1)} payloads per id the per-id structures are amortized and the "
-        f"payload list dominates: {merged.blob_bytes:.0f} bytes per id for {merged.payload_bytes:.0f} bytes of "
-        "payloads, because every payload carries its score as a msgpack float64 (9 bytes)."
+        f"an SDS copy of the id, plus a skiplist node in a zset. The two zsets take {zsets:.0f} bytes per job and "
+        f"the payloads hash {by.get('payloads', 0):.0f}, against {single.payload_bytes:.1f} bytes of payload: "
+        f"the fixed per-id cost is the whole story. The id lex zset (read only by the console's sort and filter by "
+        f"id) is {by.get('ids_lex', 0):.0f} bytes per job on its own, a third of the total. "
+        f"With {per_id} payloads per id the per-id structures are amortized and the stored payload list dominates: "
+        f"{merged.blob_bytes:.0f} bytes per id for {merged.payload_bytes:.0f} bytes of payloads "
+        f"({(merged.blob_bytes - merged.payload_bytes) / per_id:.1f} bytes per payload for its msgpack header and "
+        "score; here scores are small integers (1 byte), a float score such as the default time.time() takes 9). "
+        f"`used_memory` grew by more than the keys' `MEMORY USAGE` sum ({single.per_job:.0f} vs {keys_single:.0f} "
+        f"bytes per job single, {merged.per_job:.0f} vs {keys_merged:.0f} merged): allocator rounding and "
+        "estimates that MEMORY USAGE does not see."
     )

@@ -62,7 +62,7 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         result.note(f"RQ's default worker forks a work horse per job: {per_fork * 1e3:.1f} ms per job measured on "
                     f"{fork_n:,} jobs, so {n:,} jobs would take about {per_fork * n:,.0f} s (extrapolated linearly, "
                     "not measured).")
-    result.note(f"Lowkiq's figure here is the median of {len(lowkiq_runs)} drains of {sizes.jobs:,} jobs in this "
+    result.note(f"Lowkiq's figure here is the median of {len(lowkiq_runs)} drain(s) of {sizes.jobs:,} jobs in this "
                 f"item's own Redis; RQ and Dramatiq ran {sizes.others_runs} time(s) each at this size (one RQ "
                 "SimpleWorker drain of 100,000 jobs takes minutes). RQ uses its defaults (results kept 500 s); "
                 "Dramatiq's actor has max_retries=0 and no result backend.")

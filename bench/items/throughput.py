@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import floor
 from ..common import ItemResult, Sizes, human_bytes, log, median, spread
 from ..lowkiq_side import LowkiqRun, cost_breakdown, drain_blank
 from ..options import Options
@@ -38,6 +39,12 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
             result.row(f"drain, scheduler {scheduler}, µs/job", f"{median(seconds) / sizes.jobs * 1e6:.1f}")
         peak = max(r.drain.peak_rss for runs in by_scheduler.values() for r in runs)
         result.row("server peak RSS (VmHWM)", human_bytes(peak))
+        calls = max(2_000, sizes.jobs // 2)
+        for mode in floor.MODES:
+            for threads in (5, 1):
+                rate = floor.evalsha_calls_per_second(redis_server.url, threads=threads, calls=calls, mode=mode)
+                result.row(f"floor: no-op EVALSHA, {mode}, {threads} thread{'s' if threads > 1 else ''}, calls/s",
+                           f"{rate:,.0f}")
         _explain(result, by_scheduler["lag"], "lag, batch_size 1")
         if _wants_profile(result, options):
             _profile(result, redis_server.url, sizes, scheduler="lag", shards_count=5, batch_size=1, tag="item1")
@@ -83,6 +90,12 @@ def _explain(result: ItemResult, runs: list[LowkiqRun], label: str) -> None:
         return median([c[key] for c in costs])
 
     wall = median([r.us_per_job for r in runs])
+    if label.startswith("lag, batch_size 1"):
+        result.note("The floor rows: threads of one Python process calling a no-op Lua script with a shard's 11 "
+                    "keys through redis-py and nothing else (bench/floor.py): `command` is "
+                    "`execute_command`, `packed` sends a pre-packed command and reads the reply on the thread's "
+                    "connection, `pipelined` sends five scripts per round trip. A batch_size 1 drain is at least "
+                    "one round trip per job plus lowkiq's own work, so `packed` bounds it from above.")
     result.note(
         f"Per job ({label}, medians): wall {wall:.1f} µs; server process CPU {med('server_cpu_us'):.1f} µs "
         f"(all threads; one GIL, so at most one core of Python); Redis CPU {med('redis_cpu_us'):.1f} µs, "
@@ -109,7 +122,7 @@ def _profile(result: ItemResult, url: str, sizes: Sizes, *, scheduler: str, shar
              tag: str) -> None:
     log(f"{tag}: one more drain under py-spy (not timed)")
     run = drain_blank(url, sizes, scheduler=scheduler, shards_count=shards_count, batch_size=batch_size,
-                      profile_to=str(OUT / f"{tag}-{scheduler}-pyspy.txt"))
+                      profile_to=str(OUT / f"{tag}-{scheduler}-pyspy.txt"), profile_rate=1000 if batch_size > 1 else 200)
     if run.profile is None:
         result.note("py-spy is not installed (`pip install py-spy`): no profile.")
         return

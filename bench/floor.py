@@ -1,0 +1,68 @@
+"""The round-trip floor: what one Python process can do with redis-py when a job is one no-op script.
+
+Same shape as the server's hot path at batch_size 1 (threads of one
+process, one connection each, EVALSHA with a shard's 11 keys and two
+arguments), with nothing else: no take, no perform, no decoding. Three ways
+to talk to Redis:
+
+- ``command``: ``client.execute_command(...)``, redis-py's public path;
+- ``packed``: the command packed once up front, then ``send_packed_command``
+  and ``read_response`` on the thread's connection (what a hand-tuned hot
+  path can get down to with redis-py and hiredis);
+- ``pipelined``: like ``packed``, five scripts per round trip (one thread
+  taking from five shards at once).
+
+A lowkiq drain at batch_size 1 is one such round trip per job plus lowkiq's
+own work, so the floor bounds it from above on the same machine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import redis
+
+NOOP = "return 1"
+MODES = ("command", "packed", "pipelined")
+
+
+def _bulk(part: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(part), part)
+
+
+def evalsha_calls_per_second(url: str, *, threads: int, calls: int, mode: str = "command") -> float:
+    """Scripts run per second (for ``pipelined``, five per round trip)."""
+    setup = redis.Redis.from_url(url)
+    sha = setup.script_load(NOOP)
+    keys = [f"lowkiq:v1:{{Floor:0}}:key{i}" for i in range(11)]
+    args = [b"EVALSHA", sha.encode(), b"11", *(k.encode() for k in keys), b"1700000000.123456", b"1"]
+    packed = b"*%d\r\n" % len(args) + b"".join(_bulk(a) for a in args)
+    depth = 5 if mode == "pipelined" else 1
+    rounds = calls // threads // depth
+    barrier = threading.Barrier(threads + 1)
+
+    def work() -> None:
+        client = redis.Redis.from_url(url, single_connection_client=True)
+        client.ping()
+        conn = client.connection
+        barrier.wait()
+        if mode == "command":
+            for _ in range(rounds):
+                client.execute_command("EVALSHA", sha, 11, *keys, time.time(), 1)
+        else:
+            message = [packed * depth]
+            for _ in range(rounds):
+                conn.send_packed_command(message)
+                for _ in range(depth):
+                    conn.read_response()
+        client.close()
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for w in workers:
+        w.join()
+    return rounds * depth * threads / (time.perf_counter() - started)
