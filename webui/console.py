@@ -31,7 +31,7 @@ from ..registry import WorkerInfo
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
 from ..serializers import load_json
-from .metrics import FULL, STATS, MetricsReader
+from ..queue.metrics import FULL, STATS, MetricsReader
 
 # Registry lookups are cached this long: the stats API is polled often and the
 # set of workers changes only on deploys.

@@ -35,7 +35,6 @@ NAMES = (
     "perform_all_now",
     "kill_failed",
     "delete_failed",
-    "shard_stats",
     "range",
 )
 
