@@ -32,6 +32,17 @@ class MorgueJob:
     error: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class UndecodablePayload:
+    """What the console shows for a payload ``load_payload`` cannot read, instead of failing the page."""
+
+    raw: bytes
+    error: str
+
+    def __repr__(self) -> str:
+        return f"<undecodable payload ({self.error}): {self.raw[:200]!r}>"
+
+
 class PreparedJob(NamedTuple):
     id: str
     perform_in: float

@@ -80,6 +80,9 @@ class ShardHandler:
         A BaseException that is not an Exception fails the batch too (its
         payloads stay in Redis) and is re-raised wrapped in StopProcess.
         """
+        if taken.error is not None:
+            self.fail(taken, taken.error)
+            return None
         jobs = taken.jobs
         batch = {job.id: [payload for payload, _ in job.payloads] for job in jobs}
         worker = self.worker

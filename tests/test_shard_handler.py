@@ -167,3 +167,24 @@ def test_a_base_exception_fails_the_batch_and_asks_to_stop(runtime, error):
     job = runtime.queries(Orders).job("1")
     assert job.retry_count == 0 and [p for p, _ in job.payloads] == ["keep"]
     assert runtime.queries(Orders).busy() == []
+
+
+def test_a_payload_that_cannot_be_loaded_fails_its_batch_instead_of_stopping_the_server(runtime, r):
+    Orders.perform_async([{"id": 1, "payload": "fine", "score": 1}, {"id": 2, "payload": "also fine", "score": 1}])
+    # Bytes that are not JSON, as a writer with another serializer would leave them.
+    import msgpack
+
+    keys = Orders.keys().shard(0)
+    r.hset(keys.payloads_hash, "2", msgpack.packb([b"\x80not json", 1.0], use_bin_type=False))
+    h = handler(runtime)
+    taken = h.take(None)
+    assert isinstance(taken.error, ValueError) and "payload of id '2' cannot be loaded" in str(taken.error)
+    assert h.perform(taken) is None
+    assert Orders.calls == []  # perform never saw the batch
+    job = runtime.queries(Orders).job("2")
+    assert job.retry_count == 0 and "cannot be loaded" in job.error
+    # The console still shows the job, the bad payload as such.
+    (payload, score), = job.payloads
+    assert isinstance(payload, lowkiq.jobs.UndecodablePayload) and payload.raw == b"\x80not json"
+    assert "undecodable payload" in repr(payload)
+    assert runtime.queries(Orders).job("1").payloads == [("fine", 1.0)]

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import msgpack
 
-from ..jobs import Job, MorgueJob
+from ..jobs import Job, MorgueJob, UndecodablePayload
 
 
 def shard_of(job_id: str, shards_count: int) -> int:
@@ -21,8 +21,16 @@ def text(value: bytes | str) -> str:
 
 
 def payloads(blob: bytes, load_payload: Callable[[bytes], Any]) -> list[tuple[Any, float]]:
+    """A job's payloads for reading: one that cannot be loaded shows as an UndecodablePayload."""
     flat = msgpack.unpackb(blob, raw=True)
-    return [(load_payload(flat[i]), float(flat[i + 1])) for i in range(0, len(flat), 2)]
+    return [(_tolerant(load_payload, flat[i]), float(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+
+def _tolerant(load_payload: Callable[[bytes], Any], raw: bytes) -> Any:
+    try:
+        return load_payload(raw)
+    except Exception as exc:
+        return UndecodablePayload(raw, f"{type(exc).__name__}: {exc}")
 
 
 def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], Any], load_error: Callable[[bytes], str]) -> Job:
@@ -31,7 +39,7 @@ def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], 
     retry_count, perform_in, error, flat = list(unpacker)
     return Job(
         id=job_id,
-        payloads=[(load_payload(flat[i]), float(flat[i + 1])) for i in range(0, len(flat), 2)],
+        payloads=[(_tolerant(load_payload, flat[i]), float(flat[i + 1])) for i in range(0, len(flat), 2)],
         perform_in=float(perform_in),
         retry_count=int(retry_count),
         error=load_error(error) if error else None,

@@ -20,13 +20,22 @@ from .keys import QueueKeys
 PUSH_SLICE = 2000
 
 
+class PayloadDecodeError(ValueError):
+    """A payload in Redis that ``load_payload`` cannot read."""
+
+
 @dataclass(frozen=True, slots=True)
 class Taken:
-    """A batch moved into processing, and when the shard's next job is due."""
+    """A batch moved into processing, and when the shard's next job is due.
+
+    ``error`` is set when a payload of the batch could not be loaded: the
+    batch must then fail with it, not reach ``perform``.
+    """
 
     shard: int
     jobs: list[Job]
     next_perform_in: float | None
+    error: Exception | None = None
 
 
 class Queue:
@@ -110,20 +119,28 @@ class Queue:
     def _taken(self, shard: int, reply: list[Any]) -> Taken:
         load_payload, load_error = self.load_payload, self.load_error
         jobs = []
+        failure: Exception | None = None
         for i in range(1, len(reply), 5):
+            job_id = reply[i].decode()
             flat = msgpack.unpackb(reply[i + 4], raw=True)
+            try:
+                payloads = [(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)]
+            except Exception as exc:
+                # A poison payload must not stop the server: the batch fails and retries, then dies.
+                payloads = []
+                failure = failure or PayloadDecodeError(f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}")
             err = reply[i + 3]
             jobs.append(
                 Job(
-                    id=reply[i].decode(),
-                    payloads=[(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)],
+                    id=job_id,
+                    payloads=payloads,
                     perform_in=float(reply[i + 2]),
                     retry_count=int(reply[i + 1]),
                     error=load_error(err) if err else None,
                 )
             )
         head = reply[0]
-        return Taken(shard, jobs, float(head) if head is not None else None)
+        return Taken(shard, jobs, float(head) if head is not None else None, failure)
 
     def fail(
         self,
