@@ -1,12 +1,24 @@
-"""Tables on the terminal, and bench/RESULTS.md."""
+"""Tables on the terminal, and bench/RESULTS.md.
+
+Each item of a full run is saved as ``bench/results/item-<n>.json`` with
+when, where and on which commit it was measured; RESULTS.md is composed
+from the latest saved result of every item, so ``--only 6`` refreshes
+item 6 and keeps the others.
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
-from .common import ItemResult
+from . import ROOT
+from .common import ItemResult, Row
+
+ANALYSIS = Path(__file__).resolve().parent / "ANALYSIS.md"
 
 
 def table(result: ItemResult) -> str:
@@ -20,43 +32,80 @@ def table(result: ItemResult) -> str:
     return "\n".join(lines)
 
 
-def markdown(result: ItemResult) -> str:
+def commit() -> str:
+    """The commit measured, with ``+dirty`` when the working tree differs from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def save(folder: Path, result: ItemResult, meta: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"item-{result.number}.json").write_text(json.dumps({"meta": meta, "result": asdict(result)}, indent=1))
+
+
+def load(folder: Path) -> list[tuple[ItemResult, dict[str, Any]]]:
+    items = []
+    for path in sorted(folder.glob("item-*.json"), key=lambda p: int(p.stem.split("-")[1])):
+        data = json.loads(path.read_text())
+        r = data["result"]
+        rows = [Row(**row) for row in r.pop("rows")]
+        items.append((ItemResult(**r, rows=rows), data["meta"]))
+    return items
+
+
+def markdown(result: ItemResult, meta: dict[str, Any]) -> str:
     lines = [f"## {result.number}. {result.title}", "", result.setup, "",
-             "| metric | measured (median; all runs) | target | |", "| --- | --- | --- | --- |"]
+             f"Measured {meta['date']} on commit `{meta['commit']}`, 1-minute load {meta['load']:.2f} before the "
+             f"item, {meta['runs']} run(s), {meta['seconds']:.0f} s (`{meta['command']}`).", "",
+             "| metric | measured (median; every run) | target | |", "| --- | --- | --- | --- |"]
     lines += [f"| {r.metric} | {r.measured} | {r.target} | {r.verdict} |" for r in result.rows]
     for note in result.notes:
         lines += ["", note]
     return "\n".join(lines)
 
 
-def summary(results: Sequence[ItemResult]) -> str:
+def summary(items: Sequence[tuple[ItemResult, dict[str, Any]]]) -> str:
     lines = ["| item | target | measured | |", "| --- | --- | --- | --- |"]
-    for result in results:
+    for result, _ in items:
         for r in result.rows:
             if r.target:
                 lines.append(f"| {result.number}. {r.metric} | {r.target} | {r.measured.split(' (')[0]} | {r.verdict} |")
     return "\n".join(lines)
 
 
-def write(path: Path, results: Sequence[ItemResult], *, command: str, machine: dict[str, str],
-          loads: dict[int, float], started: float, elapsed: float, runs: int, intro: str = "") -> None:
+def write(path: Path, items: Sequence[tuple[ItemResult, dict[str, Any]]], machine: dict[str, str]) -> None:
     lines = [
         "# Benchmark results",
         "",
-        f"Command: `{command}` (from the repository root, in a virtualenv made by `make install`).",
+        "Command: `python -m bench.run` from the repository root, in the virtualenv `make install` builds "
+        "(`make bench`); `--only 1,2` runs some items and refreshes only their sections here. Every item starts "
+        "its own `redis-server` and runs `lowkiq -r bench/apps/<app>.py` as a real process.",
         "",
-        f"- Date: {time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}; the whole run took {elapsed / 60:.1f} min.",
-        f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory']} RAM, Linux {machine['kernel']}.",
-        f"- Redis {machine['redis']} (system `redis-server`, one private instance per item, `--save \"\" --appendonly no`, "
-        "loopback TCP); Python " + machine["python"] + ".",
+        f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory']} RAM, Linux {machine['kernel']}; "
+        "other work was running on it at times (the load before each item is given).",
+        f"- Redis {machine['redis']} (system `redis-server`, private instance, `--save \"\" --appendonly no`, "
+        f"loopback TCP); Python {machine['python']}.",
         f"- Packages: {machine['packages']}.",
-        "- 1-minute load average before each item: " + ", ".join(f"item {k}: {v:.2f}" for k, v in loads.items()) + ".",
-        f"- Timings are medians of {runs} runs (every run in parentheses) unless a row says otherwise.",
+        "- Timings are medians of the runs listed in parentheses; targets are issue 5's.",
+        "",
+        "## Targets",
+        "",
+        summary(items),
         "",
     ]
-    if intro:
-        lines += [intro.strip(), ""]
-    lines += ["## Targets", "", summary(results), ""]
-    for result in results:
-        lines += [markdown(result), ""]
+    if ANALYSIS.exists():
+        lines += [ANALYSIS.read_text().strip(), ""]
+    for result, meta in items:
+        lines += [markdown(result, meta), ""]
     path.write_text("\n".join(lines))
+
+
+def meta(*, load: float, runs: int, seconds: float, command: str) -> dict[str, Any]:
+    return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": commit(), "load": load, "runs": runs,
+            "seconds": seconds, "command": command}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shlex
+import signal
 import sys
 import time
 import traceback
@@ -22,6 +23,7 @@ from .common import FULL, SMOKE, ItemResult, Sizes
 from .options import Options
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+SAVED = Path(__file__).resolve().parent / "results"
 
 
 def items() -> dict[int, Callable[[Sizes, Options], ItemResult]]:
@@ -51,6 +53,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    # SIGTERM unwinds like Ctrl-C: every redis-server and lowkiq server this run started is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = SMOKE if args.smoke else FULL
     if args.runs:
         sizes = dataclasses.replace(sizes, runs=args.runs)
@@ -70,9 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     loads: dict[int, float] = {}
     failed = []
     print(f"lowkiq benchmarks ({'smoke' if args.smoke else 'full'}): items {', '.join(map(str, wanted))}", flush=True)
+    command = "python -m bench.run" + ("" if not (argv if argv is not None else sys.argv[1:]) else
+                                        " " + shlex.join(argv if argv is not None else sys.argv[1:]))
     for n in wanted:
         loads[n] = machine.wait_quiet(args.quiet_load, max(0.0, deadline - time.monotonic()))
         print(f"\n-- item {n} (1-minute load {loads[n]:.2f})", flush=True)
+        item_started = time.time()
         try:
             result = chosen[n](sizes, options)
         except Exception:
@@ -84,12 +91,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             for note in result.notes:
                 print("\n" + note, flush=True)
+        if not args.smoke:
+            report.save(SAVED, result, report.meta(load=loads[n], runs=sizes.runs, seconds=time.time() - item_started,
+                                                   command=command))
     elapsed = time.time() - started
     output = args.output or (None if args.smoke else RESULTS)
     if output is not None and results:
-        command = "python -m bench.run" + (" " + shlex.join(argv if argv is not None else sys.argv[1:])).rstrip()
-        report.write(output, results, command=command.strip(), machine=machine.describe(), loads=loads,
-                     started=started, elapsed=elapsed, runs=sizes.runs)
+        if args.smoke or args.output:
+            # Only this run's items, not merged with the saved ones.
+            saved = [(r, report.meta(load=loads[r.number], runs=sizes.runs, seconds=elapsed, command=command))
+                     for r in results]
+        else:
+            saved = report.load(SAVED)
+        report.write(output, saved, machine.describe())
         print(f"\nwrote {output}")
     print(f"\ndone in {elapsed:.0f} s" + (f"; items {failed} FAILED" if failed else ""))
     return 1 if failed else 0
