@@ -45,6 +45,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quiet-load", type=float, default=1.0, help="wait for the 1-minute load to drop below this")
     p.add_argument("--quiet-wait", type=float, default=None,
                    help="seconds to wait for a quiet machine, over the whole run (default 600; smoke 0)")
+    p.add_argument("--compose", action="store_true", help="only rewrite bench/RESULTS.md from the saved results")
     p.add_argument("-v", "--verbose", action="store_true", help="print the notes and profiles too")
     p.add_argument("--output", type=Path, default=None, help="where to write the results (default bench/RESULTS.md; "
                    "smoke runs write nothing unless given)")
@@ -55,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     # SIGTERM unwinds like Ctrl-C: every redis-server and lowkiq server this run started is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.compose:
+        report.write(RESULTS, report.load(SAVED), machine.describe())
+        print(f"wrote {RESULTS}")
+        return 0
     sizes = SMOKE if args.smoke else FULL
     if args.runs:
         sizes = dataclasses.replace(sizes, runs=args.runs)

@@ -41,7 +41,8 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
     result.row("payloads per perform, max", spread([r["max_payloads"] for r in runs], "{:,.0f}"))
     result.row("payloads out of version order", spread([r["out_of_order"] for r in runs], "{:,.0f}"), "0",
                all(r["out_of_order"] == 0 for r in runs))
-    result.row("enqueue of all versions, s", spread([r["enqueue"] for r in runs]))
+    result.row("enqueue of all versions while the server runs, s", spread([r["enqueue"] for r in runs]))
+    result.row("the same enqueue into an idle Redis (no server), s", spread([r["enqueue_alone"] for r in runs]))
     result.row("end-to-end, s", spread(e2e))
     result.row("payloads/s end-to-end", f"{total / median(e2e):,.0f}")
     result.note("Merging turns versions into fewer performs: while an id waits its turn in its shard, its new "
@@ -50,10 +51,20 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
     return result
 
 
+def _send(worker: type[lowkiq.Worker], ids: int, versions: int) -> float:
+    started = time.perf_counter()
+    for version in range(versions):
+        worker.perform_async([{"id": i, "payload": version, "score": version} for i in range(ids)])
+    return time.perf_counter() - started
+
+
 def _once(url: str, client: redis.Redis, ids: int, versions: int) -> dict[str, float]:
     client.flushall()
     worker = merge_worker()
     runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    # What merging costs the producer on its own: the same versions, nobody consuming.
+    alone = _send(worker, ids, versions)
+    client.flushall()
     env = {"BENCH_EXPECTED": str(ids * versions)}
     try:
         with LowkiqServer("merging", url, env=env) as server:
@@ -62,15 +73,13 @@ def _once(url: str, client: redis.Redis, ids: int, versions: int) -> dict[str, f
                      alive=server.check_alive, what="the server to start")
             time.sleep(0.2)
             started = time.time()
-            for version in range(versions):
-                worker.perform_async([{"id": i, "payload": version, "score": version} for i in range(ids)])
-            enqueue = time.time() - started
+            enqueue = _send(worker, ids, versions)
             drain = wait_drained(client, timeout=600, alive=server.check_alive)
             totals = {k.decode(): float(v) for k, v in client.hgetall("bench:merge").items()}
     finally:
         runtime.close()
     client.delete(MARK_FIRST, MARK_LAST, "bench:merge")
-    out = {**totals, "enqueue": enqueue, "end_to_end": drain.last - started}
+    out = {**totals, "enqueue": enqueue, "enqueue_alone": alone, "end_to_end": drain.last - started}
     log(f"merging: {out['performs']:,.0f} performs for {out['payloads']:,.0f} payloads, "
         f"end-to-end {out['end_to_end']:.2f} s")
     return out

@@ -90,9 +90,9 @@ def _explain(result: ItemResult, runs: list[LowkiqRun], label: str) -> None:
         return median([c[key] for c in costs])
 
     wall = median([r.us_per_job for r in runs])
-    if label.startswith("lag, batch_size 1"):
+    if label == "lag, batch_size 1":
         result.note("The floor rows: threads of one Python process calling a no-op Lua script with a shard's 11 "
-                    "keys through redis-py and nothing else (bench/floor.py): `command` is "
+                    "keys through redis-py and nothing else (bench/floor.py, best of 3 tries): `command` is "
                     "`execute_command`, `packed` sends a pre-packed command and reads the reply on the thread's "
                     "connection, `pipelined` sends five scripts per round trip. A batch_size 1 drain is at least "
                     "one round trip per job plus lowkiq's own work, so `packed` bounds it from above.")
