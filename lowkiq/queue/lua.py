@@ -20,8 +20,9 @@ from importlib import resources
 from typing import Any, Sequence
 
 import redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 
+from . import replies
 from .keys import ShardKeys
 
 NAMES = (
@@ -146,13 +147,7 @@ class Wire:
         conn = self._connect()
         try:
             conn.send_packed_command(packed)
-            results = []
-            for _ in calls:
-                try:
-                    results.append(conn.read_response())
-                except ResponseError as exc:
-                    results.append(exc)
-            return results
+            return replies.read(conn, len(calls))
         except BaseException:
             # A reply left unread would answer the next command: start afresh.
             self.close(disconnect=True)

@@ -17,12 +17,8 @@ from typing import Any, Sequence
 
 import redis
 
-try:
-    import hiredis
-except ImportError:  # pragma: no cover - hiredis is a dependency
-    hiredis = None
-
 from .keys import QueueKeys, ShardKeys
+from .replies import read as replies_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +125,7 @@ class MetricsReader:
         connection = pool.get_connection()
         try:
             connection.send_packed_command(chunks)
-            replies = _read_all(connection, count)
+            replies = replies_of(connection, count)
             for reply in replies:
                 if isinstance(reply, Exception):
                     raise reply
@@ -140,38 +136,6 @@ class MetricsReader:
             raise
         finally:
             pool.release(connection)
-
-
-def _read_all(connection: Any, count: int) -> list[Any]:
-    """``count`` replies, every one read even after an error reply.
-
-    redis-py parses one reply per call through several Python layers, which
-    is most of the stats endpoint's time at 3,600 replies; hiredis parses
-    whatever the socket holds in one C call. Without hiredis or a plain
-    socket, replies are read the ordinary way.
-    """
-    sock = getattr(connection, "_sock", None)
-    if hiredis is None or sock is None:
-        return [_read_one(connection) for _ in range(count)]
-    reader = hiredis.Reader(replyError=redis.ResponseError)
-    replies: list[Any] = []
-    while len(replies) < count:
-        data = sock.recv(65536)
-        if not data:
-            raise redis.ConnectionError("Redis closed the connection while replying")
-        reader.feed(data)
-        reply = reader.gets()
-        while reply is not False:
-            replies.append(reply)
-            reply = reader.gets()
-    return replies
-
-
-def _read_one(connection: Any) -> Any:
-    try:
-        return connection.read_response()
-    except redis.ResponseError as exc:
-        return exc
 
 
 def _queue(name: str, shards: list[ShardMetrics], now: float) -> QueueMetrics:
