@@ -117,3 +117,23 @@ def test_payloads_with_equal_scores_are_all_kept():
     OrdersWorker.perform_async([{"id": 1, "payload": p, "score": 1} for p in ("c", "a", "b")])
     assert sorted(p for p, _ in queued("1").payloads) == ["a", "b", "c"]
     assert len(queue().ack_and_take(None, (queue().shard_of("1"), 1)).jobs[0].payloads) == 3
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_bursts_match_a_model_of_the_merge_rule(seed, r):
+    import random
+
+    r.flushall()
+    rng = random.Random(seed)
+    model: dict[str, dict[str, float]] = {}
+    for _ in range(40):
+        batch = []
+        for _ in range(rng.randint(1, 12)):
+            job_id, payload, score = str(rng.randint(0, 4)), f"v{rng.randint(0, 15)}", rng.choice([rng.randint(0, 50), rng.random() * 50])
+            batch.append({"id": job_id, "payload": payload, "score": score})
+            known = model.setdefault(job_id, {})
+            known[payload] = min(score, known.get(payload, score))
+        OrdersWorker.perform_async(batch)
+    for job_id, payloads in model.items():
+        expected = sorted(((p, float(s)) for p, s in payloads.items()), key=lambda ps: (ps[1], ps[0]))
+        assert queued(job_id).payloads == expected

@@ -17,35 +17,73 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
--- Payloads are a flat array {payload, score, payload, score, ...} sorted by score.
--- Union of lists: an equal payload keeps the lower score, whatever the order of arrival.
-local function merge_payloads(a, b)
-  local best, order = {}, {}
-  local function add(list)
-    for i = 1, #list, 2 do
-      local p, s = list[i], list[i + 1]
-      local cur = best[p]
-      if cur == nil then
-        best[p] = s
-        order[#order + 1] = p
-      elseif s < cur then
-        best[p] = s
-      end
-    end
-  end
-  add(a)
-  add(b)
-  if #order > 1 then
-    table.sort(order, function(x, y)
-      local sx, sy = best[x], best[y]
-      if sx ~= sy then return sx < sy end
-      return x < y
-    end)
-  end
+-- Payloads are a flat array {payload, score, payload, score, ...} sorted by score, then payload.
+local function before(p1, s1, p2, s2)
+  if s1 ~= s2 then return s1 < s2 end
+  return p1 < p2
+end
+
+local function sort_pairs(best, order)
+  table.sort(order, function(x, y) return before(x, best[x], y, best[y]) end)
   local out = {}
   for i, p in ipairs(order) do
     out[2 * i - 1] = p
     out[2 * i] = best[p]
+  end
+  return out
+end
+
+-- Union of a stored (sorted) list and incoming pairs: an equal payload keeps the
+-- lower score, whatever the order of arrival. A burst of versions appended to a
+-- long list is a linear merge, not a sort of the whole list per version.
+local function merge_payloads(a, b)
+  local scores, order = {}, {}
+  for i = 1, #a, 2 do
+    scores[a[i]] = a[i + 1]
+    order[#order + 1] = a[i]
+  end
+  local extra_scores, extra = {}, {}
+  local lowered = false
+  for i = 1, #b, 2 do
+    local p, s = b[i], b[i + 1]
+    local cur = scores[p]
+    if cur ~= nil then
+      if s < cur then
+        scores[p] = s
+        lowered = true
+      end
+    else
+      local e = extra_scores[p]
+      if e == nil then
+        extra_scores[p] = s
+        extra[#extra + 1] = p
+      elseif s < e then
+        extra_scores[p] = s
+      end
+    end
+  end
+  if lowered then
+    -- A stored payload moved: sort everything (rare: an old version sent again).
+    for _, p in ipairs(extra) do
+      scores[p] = extra_scores[p]
+      order[#order + 1] = p
+    end
+    return sort_pairs(scores, order)
+  end
+  if #extra == 0 then return a end
+  local tail = sort_pairs(extra_scores, extra)
+  if #a == 0 then return tail end
+  local out, i, j = {}, 1, 1
+  while i <= #a or j <= #tail do
+    if j > #tail or (i <= #a and before(a[i], a[i + 1], tail[j], tail[j + 1])) then
+      out[#out + 1] = a[i]
+      out[#out + 1] = a[i + 1]
+      i = i + 2
+    else
+      out[#out + 1] = tail[j]
+      out[#out + 1] = tail[j + 1]
+      j = j + 2
+    end
   end
   return out
 end
@@ -75,7 +113,7 @@ local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedu
   if existing then
     payloads = merge_payloads(decode(existing), payloads)
   else
-    payloads = merge_payloads(payloads, {})
+    -- payloads come from Redis (processing, morgue): already sorted and unique
     redis.call('ZADD', K_LEX, 0, id)
   end
   redis.call('HSET', K_PAYLOADS, id, encode(payloads))
@@ -99,7 +137,6 @@ local function morgue_put(id, payloads, updated_at, err)
   if existing then
     payloads = merge_payloads(decode(existing), payloads)
   else
-    payloads = merge_payloads(payloads, {})
     redis.call('ZADD', K_M_LEX, 0, id)
   end
   redis.call('HSET', K_M_PAYLOADS, id, encode(payloads))

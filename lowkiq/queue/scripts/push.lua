@@ -26,9 +26,13 @@ for c = 1, #ids, CHUNK do
     local blob = entry[2]
     if queued or #entry > 2 then
       -- Merging: decode everything; a single new payload is already encoded.
-      local payloads = queued and decode(queued) or {}
-      for k = 2, #entry do payloads = merge_payloads(payloads, decode(entry[k])) end
-      blob = encode(payloads)
+      local incoming = {}
+      for k = 2, #entry do
+        local pair = decode(entry[k])
+        incoming[#incoming + 1] = pair[1]
+        incoming[#incoming + 1] = pair[2]
+      end
+      blob = encode(merge_payloads(queued and decode(queued) or {}, incoming))
     end
     payload_args[#payload_args + 1] = id
     payload_args[#payload_args + 1] = blob
