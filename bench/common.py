@@ -163,8 +163,9 @@ class LowkiqServer:
     """``lowkiq -r bench/apps/<app>.py --threads N --scheduler S`` against one Redis."""
 
     def __init__(self, app: str, redis_url: str, *, threads: int = 5, scheduler: str = "lag",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, cpus: set[int] | None = None) -> None:
         self.app = APPS / f"{app}.py"
+        self.cpus = cpus  # pin the server (all its threads) to these CPUs
         self.redis_url = redis_url
         self.threads = threads
         self.scheduler = scheduler
@@ -177,7 +178,8 @@ class LowkiqServer:
         command = [*lowkiq_command(), "-r", str(self.app), "--threads", str(self.threads),
                    "--scheduler", self.scheduler, "--log-level", "WARNING"]
         self.process = subprocess.Popen(command, env=self.env, cwd=tempfile.gettempdir(),
-                                        stdout=subprocess.DEVNULL, stderr=self.stderr)
+                                        stdout=subprocess.DEVNULL, stderr=self.stderr,
+                                        preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None)
         self.ps = psutil.Process(self.process.pid)
         return self
 

@@ -45,7 +45,7 @@ class LowkiqRun:
 
 
 def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, batch_size: int,
-                profile_to: str | None = None, profile_rate: int = 200) -> LowkiqRun:
+                profile_to: str | None = None, profile_rate: int = 200, cpus: set[int] | None = None) -> LowkiqRun:
     """Enqueue ``sizes.jobs`` blank jobs into an empty Redis, then time a server draining them."""
     client = redis.Redis.from_url(url)
     client.flushall()
@@ -58,7 +58,7 @@ def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, ba
     counters = RedisCounters(client).start()
     env = {"BENCH_EXPECTED": str(sizes.jobs), "BENCH_SHARDS_COUNT": str(shards_count),
            "BENCH_BATCH_SIZE": str(batch_size)}
-    with LowkiqServer("blank", url, scheduler=scheduler, env=env) as server:
+    with LowkiqServer("blank", url, scheduler=scheduler, env=env, cpus=cpus) as server:
         spy = SpyRecorder(server.pid, profile_to, profile_rate).start() if profile_to else None
         drain = wait_drained(client, timeout=600, alive=server.check_alive, cpu=server.cpu_seconds)
         profile = spy.stop() if spy else None
@@ -68,7 +68,7 @@ def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, ba
                  what="the queue to be empty and every id acknowledged")
     client.delete(MARK_FIRST, MARK_LAST)
     run = LowkiqRun(enqueue, drain, counters, sizes.jobs, profile)
-    log(f"lowkiq {scheduler} shards={shards_count} batch={batch_size}: enqueue {enqueue:.2f} s, "
+    log(f"lowkiq {scheduler} shards={shards_count} batch={batch_size}{' pinned' if cpus else ''}: enqueue {enqueue:.2f} s, "
         f"drain {drain.seconds:.2f} s = {run.jobs_per_second:,.0f} jobs/s")
     return run
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -19,7 +20,8 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self) -> None:
+    def __init__(self, cpus: set[int] | None = None) -> None:
+        self.cpus = cpus  # pin redis-server to these CPUs (item 1's pinned runs)
         self.port = free_port()
         self.directory = tempfile.mkdtemp(prefix="lowkiq-bench-redis-")
         self.process: subprocess.Popen[bytes] | None = None
@@ -39,6 +41,7 @@ class RedisServer:
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.directory,
              "--save", "", "--appendonly", "no", "--logfile", str(Path(self.directory) / "redis.log")],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None,
         )
         client = redis.Redis(port=self.port, socket_timeout=1)
         deadline = time.monotonic() + 10

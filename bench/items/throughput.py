@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .. import floor
@@ -37,6 +38,16 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
             result.row(f"drain, scheduler {scheduler}, jobs/s", f"{rate:,.0f}",
                        ">= 20,000" if target else "", _check(sizes, rate >= 20_000) if target else None)
             result.row(f"drain, scheduler {scheduler}, µs/job", f"{median(seconds) / sizes.jobs * 1e6:.1f}")
+        # The same drains with Redis and the server each pinned to its own core: the kernel
+        # otherwise moves the server's five threads onto Redis's core now and then, and a
+        # batch_size 1 drain swings by 2x from run to run. Not the verdict, an explanation.
+        if os.cpu_count() and os.cpu_count() >= 2:
+            with RedisServer(cpus={1}) as pinned_redis:
+                pinned = [drain_blank(pinned_redis.url, sizes, scheduler="lag", shards_count=5, batch_size=1, cpus={0})
+                          for _ in range(sizes.runs)]
+            seconds = [r.drain.seconds for r in pinned]
+            result.row("drain, lag, Redis on CPU 1 and server on CPU 0, s", spread(seconds))
+            result.row("drain, lag, pinned, jobs/s", f"{sizes.jobs / median(seconds):,.0f}")
         peak = max(r.drain.peak_rss for runs in by_scheduler.values() for r in runs)
         result.row("server peak RSS (VmHWM)", human_bytes(peak))
         calls = max(2_000, sizes.jobs // 2)
