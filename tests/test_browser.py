@@ -187,11 +187,19 @@ def test_dashboard_moves_and_morgue_requeue_in_a_real_browser(page, console, ser
     assert [remaining.nth(i).get_attribute("value") for i in range(remaining.count())] == ["dead-2", "dead-3", "dead-4"]
     page.wait_for_selector('[data-count="dead"]')
     assert number(page.inner_text('[data-count="dead"]')) == 3
-    # The two jobs are back in the queue (the server tries them, they fail, and wait for a retry).
+    # The two jobs are back in the queue: the server tries them, they fail, and wait for a
+    # retry. One may be in processing at any instant, so look until both are queued.
+    deadline = time.monotonic() + 15
+    while True:
+        page.goto(console + "/workers/DeadWorker/enqueued?order_by=id")
+        listed = page.locator("td.id a")
+        queued = [listed.nth(i).inner_text() for i in range(listed.count())]
+        if queued == ["dead-0", "dead-1"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert queued == ["dead-0", "dead-1"]
+    page.wait_for_selector('[data-count="enqueued"]')
     assert number(page.inner_text('[data-count="enqueued"]')) == 2
-    page.goto(console + "/workers/DeadWorker/enqueued?order_by=id")
-    listed = page.locator("td.id a")
-    assert [listed.nth(i).inner_text() for i in range(listed.count())] == ["dead-0", "dead-1"]
     page.goto(console + "/")
     dead = page.locator('tr[data-worker="DeadWorker"] td[data-col="dead"]')
     assert number(dead.inner_text()) == 3

@@ -82,7 +82,9 @@ def test_kill_9_in_the_middle_of_perform_loses_nothing(app, r, redis_url, tmp_pa
     first.process.send_signal(signal.SIGKILL)
     first.wait()
     in_flight = {i for rec in records(tmp_path, "start") for i in rec["batch"]}
-    assert busy_count(r, app.Slow) == len(in_flight) > 0
+    # Threads may have taken batches whose perform had not written its record yet.
+    left_in_processing = busy_count(r, app.Slow)
+    assert left_in_processing >= len(in_flight) > 0
     assert not records(tmp_path, "done")
 
     second = start_server(tmp_path, redis_url, "--poll-interval", "0.1", env=env, name="second")
@@ -90,7 +92,7 @@ def test_kill_9_in_the_middle_of_perform_loses_nothing(app, r, redis_url, tmp_pa
         wait_until(lambda: {i for rec in records(tmp_path, "done") for i in rec["batch"]} == set(ids), timeout=20)
         wait_until(lambda: queue_empty(r, app.Slow))
         restored = re.search(r"(\d+) jobs left in processing went back to the queue", second.log())
-        assert restored and int(restored.group(1)) == len(in_flight)
+        assert restored and int(restored.group(1)) == left_in_processing
         assert second.stop() == 0
     finally:
         second.kill()
