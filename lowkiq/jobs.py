@@ -11,7 +11,9 @@ from .serializers import DumpPayload, to_bytes
 ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in"})
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, and the
+# server builds one Job per id taken (its payload list makes it unhashable anyway).
+@dataclass(slots=True)
 class Job:
     """A job in the queue or in processing. ``payloads`` ascend by score."""
 

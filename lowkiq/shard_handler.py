@@ -33,7 +33,7 @@ class StopProcess(Exception):
         self.cause = cause
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # built once per batch: see Job on frozen dataclasses
 class Ack:
     """A batch that succeeded and waits to be acknowledged with the next take."""
 

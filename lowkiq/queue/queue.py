@@ -24,7 +24,7 @@ class PayloadDecodeError(ValueError):
     """A payload in Redis that ``load_payload`` cannot read."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # built once per batch: see Job on frozen dataclasses
 class Taken:
     """A batch moved into processing, and when the shard's next job is due.
 
