@@ -64,7 +64,10 @@ def normalize_id(value: Any, index: int) -> str:
 def _number(value: Any, field: str, index: int) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"job {index}: {field} must be a number (unix time or version), got {type(value).__name__} {value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        raise ValueError(f"job {index}: {field} {value!r} is too large for a double") from None
     if not math.isfinite(number):
         raise ValueError(f"job {index}: {field} must be finite, got {value!r}")
     return number
@@ -76,6 +79,9 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: Dump
     Raises TypeError or ValueError naming the first bad job's index.
     """
     prepared = []
+    # Jobs without a score get now, each a hair later than the one before, so that
+    # a burst sent in one call reaches perform in the order it was given.
+    default_score = now
     for index, job in enumerate(jobs):
         if type(job) is not dict and not isinstance(job, Mapping):
             raise TypeError(f"job {index}: must be a dict with 'id', got {type(job).__name__}")
@@ -87,11 +93,20 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: Dump
         raw_id = job["id"]
         # Fast path for the common id types; normalize_id explains the rest.
         job_id = raw_id if type(raw_id) is str and raw_id else str(raw_id) if type(raw_id) is int else normalize_id(raw_id, index)
-        score = _number(job["score"], "score", index) if "score" in job else now
+        if "score" in job:
+            score = _number(job["score"], "score", index)
+        else:
+            score = default_score
+            default_score = math.nextafter(default_score, math.inf)
         perform_in = _number(job["perform_in"], "perform_in", index) if "perform_in" in job else now
         try:
             payload = to_bytes(dump_payload(job.get("payload", "")))
         except (TypeError, ValueError, OverflowError) as exc:
             raise type(exc)(f"job {index} (id {job_id!r}): payload cannot be serialized: {exc}") from exc
+        if not job_id.isascii():
+            try:
+                job_id.encode()
+            except UnicodeEncodeError as exc:
+                raise ValueError(f"job {index}: id {job_id!r} is not valid UTF-8 text: {exc.reason}") from None
         prepared.append(PreparedJob(job_id, perform_in, payload, score))
     return prepared

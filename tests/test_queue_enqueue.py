@@ -158,3 +158,21 @@ def test_not_configured_is_a_clear_error():
     lowkiq.runtime._current = None
     with pytest.raises(lowkiq.runtime.NotConfigured, match="lowkiq.configure"):
         OrdersWorker.perform_async([{"id": 1}])
+
+
+def test_a_burst_in_one_call_keeps_its_order_without_scores():
+    OrdersWorker.perform_async([{"id": 1, "payload": {"v": v}} for v in (2, 10, 3, 1)])
+    assert [p["v"] for p, _ in queued("1").payloads] == [2, 10, 3, 1]
+
+
+def test_equal_scores_order_payloads_bytewise_whatever_the_locale():
+    OrdersWorker.perform_async([{"id": 1, "payload": p, "score": 5} for p in ("b", "B", "a", "é", "A")])
+    assert [p for p, _ in queued("1").payloads] == sorted(["b", "B", "a", "é", "A"], key=lambda p: f'"{p}"'.encode())
+
+
+def test_huge_score_and_broken_unicode_id_name_the_job(r):
+    with pytest.raises(ValueError, match="job 1: score 1000.* is too large"):
+        OrdersWorker.perform_async([{"id": 1}, {"id": 2, "score": 10**400}])
+    with pytest.raises(ValueError, match="job 0: id .* is not valid UTF-8"):
+        OrdersWorker.perform_async([{"id": "bad\udc80"}])
+    assert r.dbsize() == 0

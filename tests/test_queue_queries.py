@@ -154,3 +154,15 @@ def test_bad_arguments_are_clear_errors():
 def test_cursor_round_trips_ids_with_colons():
     c = Cursor(1700000000.123456, "order:42:x")
     assert Cursor.decode(c.encode()) == c
+
+
+@pytest.mark.parametrize("desc", [False, True])
+def test_paging_through_hundreds_of_rows_with_one_score(desc, clock):
+    # After "perform all now" every job has the same perform_in: the cursor's id decides.
+    Many.perform_async([{"id": f"t{i:03}", "perform_in": clock.now} for i in range(300)])
+    everything = ids(queries().enqueued("perform_in", desc=desc, limit=1000))
+    assert everything == sorted(everything, reverse=desc) and len(everything) == 300
+    assert walk(lambda **kw: queries().enqueued("perform_in", desc=desc, **kw), 13) == everything
+    bounded = ids(queries().enqueued("perform_in", desc=desc, min=clock.now, max=clock.now, limit=1000))
+    assert bounded == everything
+    assert queries().enqueued("perform_in", min=clock.now + 1).rows == []

@@ -17,10 +17,20 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
--- Payloads are a flat array {payload, score, payload, score, ...} sorted by score, then payload.
+-- Redis orders members bytewise; Lua's own string comparison follows the locale.
+local function bytes_lt(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- Payloads are a flat array {payload, score, payload, score, ...} sorted by score, then bytewise.
 local function before(p1, s1, p2, s2)
   if s1 ~= s2 then return s1 < s2 end
-  return p1 < p2
+  return bytes_lt(p1, p2)
 end
 
 local function sort_pairs(best, order)

@@ -15,16 +15,6 @@ local key = zsets[index]
 local out = {}
 local STEP = math.max(limit, 100)
 
--- Redis orders members bytewise; Lua's own string comparison follows the locale.
-local function bytes_le(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = a:byte(i), b:byte(i)
-    if x ~= y then return x < y end
-  end
-  return #a <= #b
-end
-
 if index == 'id' or index == 'fresh' or index == 'morgue_id' then
   local lo = (min ~= '' and '[' .. min) or '-'
   local hi = (max ~= '' and '[' .. max) or '+'
@@ -54,31 +44,63 @@ end
 
 local lo = (min ~= '' and min) or '-inf'
 local hi = (max ~= '' and max) or '+inf'
-if after_score ~= '' then
-  if desc then hi = after_score else lo = after_score end
+local first
+if after_score == '' then
+  -- First page: the rank of the first row inside the bounds.
+  if desc then
+    first = redis.call('ZCOUNT', key, '(' .. hi, '+inf')
+  else
+    first = redis.call('ZCOUNT', key, '-inf', '(' .. lo)
+  end
+else
+  -- After a cursor (score, id): rows of that score sit at consecutive ranks, ordered
+  -- by id, so a binary search over them finds the next row in O(log^2 n), however
+  -- many rows share the score (every fresh job after "perform all now", say).
+  local cursor = after_score
+  local a, b
+  if desc then
+    a = redis.call('ZCOUNT', key, '(' .. cursor, '+inf')
+  else
+    a = redis.call('ZCOUNT', key, '-inf', '(' .. cursor)
+  end
+  b = a + redis.call('ZCOUNT', key, cursor, cursor)
+  while a < b do
+    local mid = math.floor((a + b) / 2)
+    local id
+    if desc then
+      id = redis.call('ZREVRANGE', key, mid, mid)[1]
+    else
+      id = redis.call('ZRANGE', key, mid, mid)[1]
+    end
+    local shown
+    if desc then shown = not bytes_lt(id, after_id) else shown = not bytes_lt(after_id, id) end
+    if shown then a = mid + 1 else b = mid end
+  end
+  first = a
 end
-local cursor = tonumber(after_score)
-local offset = 0
+
+local bound
+if desc then
+  bound = (min ~= '' and tonumber(min)) or -math.huge
+else
+  bound = (max ~= '' and tonumber(max)) or math.huge
+end
+local position = first
 while #out < 2 * limit do
   local chunk
   if desc then
-    chunk = redis.call('ZRANGE', key, hi, lo, 'BYSCORE', 'REV', 'LIMIT', offset, STEP, 'WITHSCORES')
+    chunk = redis.call('ZREVRANGE', key, position, position + STEP - 1, 'WITHSCORES')
   else
-    chunk = redis.call('ZRANGE', key, lo, hi, 'BYSCORE', 'LIMIT', offset, STEP, 'WITHSCORES')
+    chunk = redis.call('ZRANGE', key, position, position + STEP - 1, 'WITHSCORES')
   end
   for i = 1, #chunk, 2 do
-    local id, score = chunk[i], chunk[i + 1]
-    local seen = false
-    if cursor and tonumber(score) == cursor then
-      if desc then seen = bytes_le(after_id, id) else seen = bytes_le(id, after_id) end
-    end
-    if not seen then
-      out[#out + 1] = id
-      out[#out + 1] = score
-      if #out >= 2 * limit then break end
-    end
+    local score = tonumber(chunk[i + 1])
+    if (desc and score < bound) or (not desc and score > bound) then return out end
+    out[#out + 1] = chunk[i]
+    out[#out + 1] = chunk[i + 1]
+    if #out >= 2 * limit then break end
   end
   if #chunk < 2 * STEP then break end
-  offset = offset + #chunk / 2
+  position = position + STEP
 end
 return out
