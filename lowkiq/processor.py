@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lowkiq.server")
 
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, redis.ReadOnlyError, OSError)
+# Redis being unreachable, and Redis refusing for a while (OOM, BUSY, MASTERDOWN,
+# MISCONF, LOADING, READONLY: all error replies): back off and resume, never exit.
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
 MAX_BACKOFF = 10.0
 
 

@@ -8,19 +8,21 @@ Redis round trip. Failures cost one more (``Queue.fail``).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from . import serializers
 from .middleware import run_chain
 from .queue import lua
 from .queue.queue import Queue, Taken
 from .splitters import Shard
+from .worker import Worker
 
 if TYPE_CHECKING:
     from .config import Settings
     from .jobs import MorgueJob
-    from .worker import Worker
 
 log = logging.getLogger("lowkiq.server")
 
@@ -113,14 +115,14 @@ class ShardHandler:
         """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue."""
         settings, worker = self.settings, self.worker
         now = self.clock()
-        message = settings.format_error(exc)
-        retries = [(job.id, now + worker.retry_in(job.retry_count + 1)) for job in taken.jobs]
+        message = self._format_error(exc)
+        retries = [(job.id, now + self._retry_in(job.retry_count + 1)) for job in taken.jobs]
         ids = [job.id for job in taken.jobs]
         # The traceback once per batch that fails for the first time: retries of it would repeat it.
         first = any(job.retry_count < 0 for job in taken.jobs) or log.isEnabledFor(logging.DEBUG)
         log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
                   exc_info=(type(exc), exc, exc.__traceback__) if first else None)
-        morgued = self.queue.fail(self.shard.index, retries, _bytes(settings.dump_error(message)),
+        morgued = self.queue.fail(self.shard.index, retries, self._dump_error(message),
                                   type(worker).max_retry_count, now=now)
         if morgued:
             log.warning("%s shard %d: ids %s moved to the morgue after %d retries", self.name, self.shard.index,
@@ -130,6 +132,34 @@ class ShardHandler:
             except Exception:
                 log.exception("%s.retries_exhausted raised for ids %s", self.name, _short([m.id for m in morgued]))
         return morgued
+
+    # The hooks below are user code run while failing a batch. If one raised, the
+    # batch would stay in processing and the server would stop, then fail the same
+    # way after every restart: each falls back to lowkiq's default instead.
+
+    def _retry_in(self, retry_count: int) -> float:
+        try:
+            delay = float(self.worker.retry_in(retry_count))
+            if math.isfinite(delay):
+                return max(delay, 0.0)
+            raise ValueError(f"retry_in({retry_count}) returned {delay!r}")
+        except Exception:
+            log.exception("%s.retry_in failed; using the default", self.name)
+            return Worker.retry_in(self.worker, retry_count)
+
+    def _format_error(self, exc: BaseException) -> str:
+        try:
+            return str(self.settings.format_error(exc))
+        except Exception:
+            log.exception("format_error failed; using str(exception)")
+            return serializers.format_error(exc)
+
+    def _dump_error(self, message: str) -> bytes:
+        try:
+            return _bytes(self.settings.dump_error(message))
+        except Exception:
+            log.exception("dump_error failed; storing the error as UTF-8")
+            return serializers.dump_error(message)
 
     def __repr__(self) -> str:
         return f"ShardHandler({self.shard})"

@@ -68,3 +68,53 @@ def test_on_server_init_raising_reaches_last_words(configure):
 def test_no_workers(configure):
     with pytest.raises(NoWorkers):
         Server(configure(workers=[])).run(handle_signals=False)
+
+
+def test_redis_refusing_writes_is_waited_out_not_fatal(configure, r):
+    runtime = configure(workers=[Noted], poll_interval=0.05)
+    runtime.clock = time = __import__("time").time
+    Noted.perform_async([{"id": i, "perform_in": time() + 1} for i in range(10)])
+    server = Server(runtime)
+    exits = []
+    thread = threading.Thread(target=lambda: exits.append(server.run(handle_signals=False)))
+    thread.start()
+    wait_until(lambda: server.processors)  # started: restored, threads running
+    r.config_set("maxmemory", 1)  # every write now answers "-OOM command not allowed ..."
+    try:
+        wait_until(lambda: int(r.info("commandstats").get("cmdstat_evalsha", {}).get("failed_calls", 0)) > 0)
+        assert Noted.done == [] and thread.is_alive()
+    finally:
+        r.config_set("maxmemory", 0)
+    wait_until(lambda: sorted(Noted.done) == sorted(str(i) for i in range(10)), timeout=15)
+    server.shutdown()
+    thread.join(10)
+    assert exits == [0]
+
+
+def test_broken_retry_in_and_format_error_fall_back_to_the_defaults(configure, caplog):
+    class Broken(lowkiq.Worker):
+        shards_count = 1
+
+        def retry_in(self, retry_count):
+            raise ZeroDivisionError("bad hook")
+
+        def perform(self, payloads_by_id):
+            raise RuntimeError("the real failure")
+
+    def format_error(exc):
+        raise KeyError("also bad")
+
+    runtime = configure(workers=[Broken], poll_interval=0.05, format_error=format_error)
+    runtime.clock = __import__("time").time
+    Broken.perform_async([{"id": "x"}])
+    server = Server(runtime)
+    exits = []
+    thread = threading.Thread(target=lambda: exits.append(server.run(handle_signals=False)))
+    thread.start()
+    job = wait_until(lambda: (j := runtime.queries(Broken).job("x")) and j.retry_count == 0 and j)
+    server.shutdown()
+    thread.join(10)
+    assert exits == [0]
+    assert job.retry_count == 0 and job.error == "the real failure"
+    assert 15 <= job.perform_in - __import__("time").time() <= 15 + 29 + 1  # the default retry_in(0)
+    assert "Broken.retry_in failed" in caplog.text and "format_error failed" in caplog.text
