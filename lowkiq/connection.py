@@ -11,6 +11,7 @@ from pathlib import Path
 import redis
 
 EMBEDDED_DIR = ".lowkiq"
+SOCKET_TIMEOUT = 60.0
 # A Unix socket path longer than this does not fit sockaddr_un.
 MAX_SOCKET_PATH = 100
 
@@ -26,7 +27,12 @@ def client(url: str, *, pool_size: int, timeout: float) -> redis.Redis:
         max_connections=pool_size,
         timeout=timeout,
         socket_connect_timeout=timeout,
+        # A reply that never comes (a partition without a reset) must end in an error the
+        # server backs off from, not a thread stuck for the kernel's 15 minutes. No script
+        # runs anywhere near this long.
+        socket_timeout=SOCKET_TIMEOUT,
         health_check_interval=30,
+        **({} if url.startswith("unix:") else {"socket_keepalive": True}),
     )
     return redis.Redis(connection_pool=pool)
 
@@ -71,6 +77,8 @@ def _answers(socket: Path) -> bool:
         return False
     try:
         return bool(redis.Redis(unix_socket_path=str(socket), socket_timeout=1).ping())
+    except redis.BusyLoadingError:
+        return True  # alive, still reading its data: starting another one would share the files
     except (redis.ConnectionError, redis.TimeoutError, OSError):
         return False
 

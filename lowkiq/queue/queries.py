@@ -200,7 +200,9 @@ class Queries:
         for n, shard_ids in enumerate(by_shard.values()):
             blobs, performs, retries, errors = replies[4 * n : 4 * n + 4]
             for job_id, blob, perform_in, retry_count, error in zip(shard_ids, blobs, performs, retries, errors):
-                if blob is None:
+                # The reads are not one transaction: a job taken or deleted between two of
+                # them is simply gone from this page.
+                if blob is None or perform_in is None:
                     continue
                 found[job_id] = Job(
                     id=job_id,
@@ -226,7 +228,7 @@ class Queries:
         for n, shard_ids in enumerate(by_shard.values()):
             blobs, updated, errors = replies[3 * n : 3 * n + 3]
             for job_id, blob, updated_at, error in zip(shard_ids, blobs, updated, errors):
-                if blob is not None:
+                if blob is not None and updated_at is not None:
                     found[job_id] = codec.morgue_job(job_id, blob, updated_at, error, self.load_payload, self.load_error)
         return [found[i] for i in ids if i in found]
 
