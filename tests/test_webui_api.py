@@ -197,3 +197,11 @@ def test_posts_need_a_json_content_type(client, runtime):
         assert reply.status_code == 415, content_type
         assert "application/json" in reply.get_json()["error"]
     assert counts(runtime, OrdersWorker) == (0, 1)
+
+
+def test_job_lookup_by_query_takes_any_id(client, runtime):
+    OrdersWorker.perform_async([{"id": "a/../b", "payload": "x"}])
+    data = client.get(W + "/job", query_string={"id": "a/../b"}).get_json()
+    assert data["id"] == "a/../b" and data["queued"]["payloads"] == [["x", data["queued"]["payloads"][0][1]]]
+    assert client.get(W + "/job").status_code == 400
+    assert client.get(W + "/job?id=nope").status_code == 404

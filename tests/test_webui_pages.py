@@ -266,3 +266,17 @@ def test_confirmations_are_on_destructive_forms(client, runtime):
     for action in ("morgue/delete_all", "morgue/requeue_all", "kill_failed", "delete_failed", "perform_all_now"):
         form = re.search(rf'<form method="post" action="{W}/{action}" class="inline" data-confirm="([^"]+)"', html)
         assert form, action
+
+
+def test_listings_link_to_jobs_by_query_so_any_id_opens(client, runtime):
+    tricky = ["a/../b", "/lead", "..", "q?x=1#frag", "zażółć"]
+    make_dead(runtime, OrdersWorker, [{"id": i, "payload": i} for i in tricky])
+    html = client.get(W + "/morgue?order_by=id&limit=100").get_data(as_text=True)
+    links = re.findall(r'<td class="id"><a href="([^"]+)">', html)
+    assert len(links) == len(tricky)
+    for link in links:
+        assert "/workers/OrdersWorker/job?id=" in link
+        page = client.get(link.replace("&amp;", "&"))
+        assert page.status_code == 200 and 'id="job-morgue"' in page.get_data(as_text=True)
+    assert client.get(W + "/job").status_code == 400
+    assert client.get(W + "/job?id=missing").status_code == 404

@@ -115,6 +115,15 @@ def api_busy(worker: str) -> Response:
     return reply({"jobs": [job_json(job) for job in c.queries(view).busy()]})
 
 
+@bp.get("/api/v1/workers/<worker>/job")
+def api_job_by_query(worker: str) -> Response:
+    """As ``jobs/<id>``, for ids that a URL path would rewrite (``a/../b``)."""
+    job_id = request.args.get("id", "")
+    if not job_id:
+        return reply({"error": "the job lookup needs ?id=<job id>"}, 400)
+    return api_job(worker, job_id)
+
+
 @bp.get("/api/v1/workers/<worker>/jobs/<path:job_id>")
 def api_job(worker: str, job_id: str) -> Response:
     """Where the id is: queued, in processing, in the morgue (a queued id may also be dead)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Response, make_response, redirect, render_template, request, url_for
+from flask import Response, abort, make_response, redirect, render_template, request, url_for
 
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import chart, listing
@@ -98,6 +98,18 @@ def worker_counts(worker: str) -> str:
     view = c.worker(worker)
     [(_, metrics)] = c.metrics([view])
     return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""))
+
+
+@bp.get("/workers/<worker>/job")
+def job_by_query(worker: str) -> Response:
+    """The job page the console links to: an id in the query string survives any character.
+
+    In the path, browsers rewrite ids such as ``a/../b`` before sending them.
+    """
+    job_id = request.args.get("id", "")
+    if not job_id:
+        abort(400, "the job page needs ?id=<job id>")
+    return job(worker, job_id)
 
 
 @bp.get("/workers/<worker>/jobs/<path:job_id>")
