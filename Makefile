@@ -22,16 +22,19 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 	  else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
+# The installed script, not `python -m`: from the repository root that would import the
+# source tree, where lowkiq.webui does not exist until setup.cfg maps it in at install.
 demo: install
-	$(BIN)/python -m lowkiq.demo
+	$(BIN)/lowkiq-demo
 
 # The whole suite on the system redis-server (else the embedded one), then the
-# Redis-facing tests again on the embedded Redis 6.2 when both exist.
+# Redis-facing tests again on the embedded Redis 6.2 when both exist (the demo and
+# benchmark smoke tests start Redis servers of their own: once is enough).
 test: install chromium
 	$(BIN)/pytest $(PYTEST_ARGS)
 	@if command -v redis-server >/dev/null && [ -n "$(EMBEDDED_REDIS)" ]; then \
 	  echo "== again on the embedded Redis: $(EMBEDDED_REDIS)"; \
-	  LOWKIQ_TEST_REDIS_SERVER=$(EMBEDDED_REDIS) $(BIN)/pytest -m "not browser" --deselect tests/test_bench_smoke.py $(PYTEST_ARGS); \
+	  LOWKIQ_TEST_REDIS_SERVER=$(EMBEDDED_REDIS) $(BIN)/pytest -m "not browser" --deselect tests/test_bench_smoke.py --deselect tests/test_demo.py $(PYTEST_ARGS); \
 	fi
 
 test-fast: install

@@ -1,4 +1,4 @@
-"""`python -m lowkiq.demo` (`make demo`): producer, server and console on an embedded Redis.
+"""`lowkiq-demo` (`make demo`): producer, server and console on an embedded Redis.
 
 Everything runs in the current directory: the embedded Redis keeps its data
 in ./.lowkiq, the server is `lowkiq -r <demo_app.py>`, the console is
@@ -54,7 +54,7 @@ def produce(stop: threading.Event, rate: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lowkiq.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="lowkiq-demo", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=5000, help="console port (default 5000)")
     parser.add_argument("--rate", type=float, default=200, help="payloads enqueued per second (default 200)")
     args = parser.parse_args(argv)
