@@ -64,15 +64,21 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.pop(name, None)
     from lowkiq import connection
 
-    print(f"embedded Redis: {connection.embedded_url()}  (data in {Path(connection.EMBEDDED_DIR).resolve()})")
-    env = {**os.environ, "LOWKIQ_APP": str(APP)}
+    url = connection.embedded_url()
+    data = Path(connection.EMBEDDED_DIR).resolve()
+    print(f"embedded Redis: {url}  (data in {data})")
+    # The children get the URL itself, and gunicorn runs from the data folder: it puts
+    # its directory first on sys.path, and in lowkiq's own repository the source tree
+    # there would hide the installed lowkiq.webui.
+    env = {**os.environ, "LOWKIQ_APP": str(APP), "LOWKIQ_REDIS_URL": url}
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     lowkiq_cmd = tool("lowkiq") or [sys.executable, "-m", "lowkiq.cli"]
     children.append(("server", subprocess.Popen([*lowkiq_cmd, "-r", str(APP), "--poll-interval", "0.5"], env=env)))
     gunicorn = tool("gunicorn")
     if gunicorn and importlib.util.find_spec("lowkiq.webui") is not None:
         children.append(("console", subprocess.Popen(
-            [*gunicorn, "--bind", f"127.0.0.1:{args.port}", "--threads", "4", "lowkiq.webui:create_app()"], env=env)))
+            [*gunicorn, "--bind", f"127.0.0.1:{args.port}", "--threads", "4", "lowkiq.webui:create_app()"],
+            env=env, cwd=data)))
         print(f"console: http://127.0.0.1:{args.port}/")
     else:
         print("console: not started (install lowkiq[web] for gunicorn)")

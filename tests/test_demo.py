@@ -16,6 +16,10 @@ from redis_server import free_port
 
 @pytest.mark.slow
 def test_demo_processes_jobs_fills_the_morgue_and_serves_the_console(tmp_path):
+    # As in lowkiq's own repository: a source tree named lowkiq/ in the current directory,
+    # without webui/, must not hide the installed console.
+    (tmp_path / "lowkiq").mkdir()
+    (tmp_path / "lowkiq" / "__init__.py").write_text("")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("LOWKIQ_REDIS_URL", "REDIS_URL")}
     demo = subprocess.Popen([str(Path(sys.executable).parent / "lowkiq-demo"), "--port", str(port), "--rate", "400"],
