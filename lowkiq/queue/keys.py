@@ -82,7 +82,7 @@ class ShardKeys:
         return f"{self.tag}:counters"
 
     def all(self) -> list[str]:
-        """The KEYS list every script receives, in the order of ``scripts/_keys.lua``."""
+        """The KEYS list every script receives, in the order ``scripts/_lib.lua`` names them."""
         return [
             self.ids_by_perform_in_zset,
             self.ids_lex_zset,

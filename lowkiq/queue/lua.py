@@ -5,10 +5,11 @@ pipeline; on the hot path that would double the round trips. Scripts run
 here by EVALSHA, and only when Redis answers NOSCRIPT (after a restart or
 ``SCRIPT FLUSH``) are they loaded again and the call repeated.
 
-``Wire`` is the server's hot path: one connection held by one thread, the
-EVALSHA command packed here with each shard's keys encoded once, replies
-read straight off the connection. It halves the client-side cost of a
-batch compared with redis-py's general command path.
+Every script call goes through a ``Wire``: the EVALSHA command packed here
+with each shard's keys encoded once, replies read straight off the
+connection, at half the client-side cost of redis-py's command path. A
+server thread holds its own Wire (and connection) for the hot path;
+``run``/``run_many`` borrow a pooled connection for one call.
 """
 
 from __future__ import annotations
@@ -63,42 +64,21 @@ def load_all(client: redis.Redis) -> None:
 
 def run(client: redis.Redis, name: str, shard: ShardKeys, args: Sequence[Any]) -> Any:
     """One script on one shard, one round trip (two after a Redis restart)."""
-    s = script(name)
-    keys = shard.all()
-    try:
-        return client.execute_command("EVALSHA", s.sha, len(keys), *keys, *args)
-    except NoScriptError:
-        client.script_load(s.source)
-        return client.execute_command("EVALSHA", s.sha, len(keys), *keys, *args)
+    return run_many(client, [(name, shard, args)])[0]
 
 
 def run_many(client: redis.Redis, calls: Sequence[tuple[str, ShardKeys, Sequence[Any]]]) -> list[Any]:
-    """Several scripts, each on its own shard, in one pipelined round trip.
+    """Several scripts, each on its own shard, in one pipelined round trip, on a pooled connection.
 
-    Errors are raised after the whole pipeline ran; a NOSCRIPT answer only
-    ever means that script did not run, so exactly those calls are repeated.
+    Errors are raised after every reply was read; see ``Wire.call_many``.
     """
     if not calls:
         return []
-    results = _pipeline(client, calls)
-    missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
-    if missing:
-        load_all(client)
-        retried = _pipeline(client, [calls[i] for i in missing])
-        for i, r in zip(missing, retried):
-            results[i] = r
-    for r in results:
-        if isinstance(r, Exception):
-            raise r
-    return results
-
-
-def _pipeline(client: redis.Redis, calls: Sequence[tuple[str, ShardKeys, Sequence[Any]]]) -> list[Any]:
-    pipe = client.pipeline(transaction=False)
-    for name, shard, args in calls:
-        keys = shard.all()
-        pipe.execute_command("EVALSHA", script(name).sha, len(keys), *keys, *args)
-    return pipe.execute(raise_on_error=False)
+    borrowed = Wire(client)
+    try:
+        return borrowed.call_many(calls)
+    finally:
+        borrowed.close()
 
 
 def _bulk(value: bytes) -> bytes:
@@ -127,7 +107,11 @@ class Wire:
         return self.call_many([(name, shard, args)])[0]
 
     def call_many(self, calls: Sequence[tuple[str, ShardKeys, Sequence[Any]]]) -> list[Any]:
-        """Scripts pipelined in one round trip; raises the first error after reading every reply."""
+        """Scripts pipelined in one round trip; raises the first error after reading every reply.
+
+        A NOSCRIPT answer (after a Redis restart or SCRIPT FLUSH) only ever means
+        that script did not run, so exactly those calls are repeated.
+        """
         results = self._send(calls)
         missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
         if missing:

@@ -106,14 +106,7 @@ class Queue:
             calls.append(("ack_and_take", self._shards[take[0]], (now, take[1], *acked)))
         if not calls:
             return None
-        if wire is None:
-            borrowed = lua.Wire(self.client)
-            try:
-                replies = borrowed.call_many(calls)
-            finally:
-                borrowed.close()
-        else:
-            replies = wire.call_many(calls)
+        replies = lua.run_many(self.client, calls) if wire is None else wire.call_many(calls)
         return self._taken(take[0], replies[-1]) if take is not None else None
 
     def _taken(self, shard: int, reply: list[Any]) -> Taken:
