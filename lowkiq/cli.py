@@ -11,20 +11,18 @@ Options given here win over the app's ``configure()`` and the environment.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import logging
 import os
 import sys
-import traceback
 from dataclasses import fields
-from pathlib import Path
 from typing import Any, Sequence
 
 import redis
 
-from . import __version__, connection
+from . import __version__, app_file, connection
 from . import runtime as runtime_module
 from .config import Settings
+from .options import OPTIONS, Option
 from .runtime import Runtime
 from .server import NoWorkers, Server
 
@@ -37,23 +35,23 @@ class CliError(Exception):
 
 
 def parser() -> argparse.ArgumentParser:
+    variables = ", ".join(o.env for o in OPTIONS if o.env)
     p = argparse.ArgumentParser(
         prog="lowkiq",
-        description="Run the lowkiq server: ordered background jobs on Redis.",
-        epilog="Signals: TERM/INT finish the in-flight batches and exit; TTIN dumps every thread's stack "
-        "to the ttin file (default /tmp/lowkiq_ttin.txt) and the log. Environment: LOWKIQ_REDIS_URL or "
-        "REDIS_URL (neither: an embedded Redis in ./.lowkiq), LOWKIQ_THREADS_PER_NODE, LOWKIQ_NUMBER_OF_NODES, "
-        "LOWKIQ_NODE_NUMBER, LOWKIQ_SCHEDULER, LOWKIQ_SPLITTER, LOWKIQ_POLL_INTERVAL, LOWKIQ_TTIN_FILE.",
+        description="Run the lowkiq server: ordered background jobs on Redis. Any number of servers may run "
+        "the same app: they share the shards through leases in Redis. `lowkiq web --help`: the console.",
+        epilog="Signals: TERM/INT finish the in-flight batches, hand the shards over and exit (a second one: "
+        "exit without waiting for running performs); TTIN dumps every thread's stack to the ttin file (default "
+        f"/tmp/lowkiq_ttin.txt) and the log. Environment: {variables}, REDIS_URL. Options given here win over "
+        "the app's configure(), which wins over the environment.",
     )
     p.add_argument("-r", "--require", metavar="APP.py", help="the Python file that calls lowkiq.configure(workers=[...])")
-    p.add_argument("-t", "--threads", type=int, metavar="N", help="threads of this node (default 5)")
-    p.add_argument("--nodes", type=int, metavar="N", help="number of nodes sharing the shards (by-node splitting)")
-    p.add_argument("--node-number", type=int, metavar="K", help="this node's number, 0..N-1")
-    p.add_argument("--scheduler", choices=["lag", "seq"], help="which shard a thread works next (default lag)")
-    p.add_argument("--splitter", choices=["default", "by_node"], help="which shards a thread owns")
-    p.add_argument("--poll-interval", type=float, metavar="SECONDS", help="idle wait between polls (default 1)")
-    p.add_argument("--redis-url", metavar="URL", help="Redis to use (default: LOWKIQ_REDIS_URL, REDIS_URL, else embedded)")
-    p.add_argument("--ttin-file", metavar="PATH", help="where SIGTTIN writes the thread dump")
+    for option in OPTIONS:
+        if option.flag is None:
+            continue
+        names = [option.short, option.flag] if option.short else [option.flag]
+        p.add_argument(*names, dest=option.name, type=_argument(option), metavar=option.metavar,
+                       choices=option.choices, help=option.help + (f" [{option.env}]" if option.env else ""))
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="default INFO; DEBUG logs every batch")
     p.add_argument("--stop-embedded", action="store_true", help="stop the embedded Redis of ./.lowkiq and exit")
@@ -61,7 +59,25 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _argument(option: Option) -> Any:
+    """argparse's type for an option: its strict parser, with argparse's own error message."""
+    if option.choices:
+        return str
+
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["web"]:
+        from .web_command import main as web_main
+        return web_main(argv[1:])
     args = parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
     try:
@@ -89,54 +105,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
-    chosen = {
-        "threads_per_node": args.threads,
-        "number_of_nodes": args.nodes,
-        "node_number": args.node_number,
-        "build_scheduler": args.scheduler,
-        "build_splitter": args.splitter,
-        "poll_interval": args.poll_interval,
-        "redis_url": args.redis_url,
-        "ttin_file": args.ttin_file,
-    }
-    return {k: v for k, v in chosen.items() if v is not None}
+    """The options given on the command line."""
+    given = {o.name: getattr(args, o.name) for o in OPTIONS if o.flag is not None}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def load(path: str, options: dict[str, Any]) -> Runtime:
-    """Run the app file as a module; it must leave lowkiq configured with workers."""
-    file = Path(path)
-    if not file.is_file():
-        raise CliError(f"{path}: no such file (the app that calls lowkiq.configure(workers=[...]))")
-    file = file.resolve()
-    # The app imports its sibling modules the way `python app.py` would let it.
-    sys.path.insert(0, str(file.parent))
-    name = file.stem if file.stem not in sys.modules else f"lowkiq_app_{file.stem}"
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None:
-        raise CliError(f"{path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    runtime_module._current = None
+    """Run the app file (it configures lowkiq), then apply the command line's options over its settings."""
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        detail = "".join(traceback.format_exception(exc)).rstrip()
-        raise CliError(f"{path} raised while loading:\n{detail}") from exc
-    if runtime_module._current is None:
-        raise CliError(f"{path} does not configure lowkiq: it must call lowkiq.configure(workers=[...])")
-    settings = runtime_module._current.settings
-    if not settings.workers:
-        raise CliError(f"{path} configures no workers: call lowkiq.configure(workers=[YourWorker, ...])")
+        configured = app_file.load(path)
+    except app_file.AppFileError as exc:
+        raise CliError(str(exc)) from exc
     if not options:
-        return runtime_module._current
+        return configured
     try:
-        return runtime_module.configure(**{**as_options(settings), **options})
+        return runtime_module.configure(**{**as_options(configured.settings), **options})
     except (TypeError, ValueError) as exc:
         raise CliError(str(exc)) from exc
 
 
 def as_options(settings: Settings) -> dict[str, Any]:
-    return {f.name: getattr(settings, f.name) for f in fields(settings) if f.name != "extra"}
+    return {f.name: getattr(settings, f.name) for f in fields(settings)}
 
 
 def check_redis(runtime: Runtime) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import serializers
+from .options import from_environment
 from .middleware import Middleware
 
 if TYPE_CHECKING:
@@ -39,27 +41,20 @@ class Settings:
     dump_error: serializers.DumpError = serializers.dump_error
     load_error: serializers.LoadError = serializers.load_error
     ttin_file: str = DEFAULT_TTIN_FILE
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    def worker(self, name: str) -> type["Worker"]:
-        for w in self.workers:
-            if w.__name__ == name:
-                return w
-        raise KeyError(name)
-
-
-# option -> (environment variable, parser)
-ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "threads_per_node": ("LOWKIQ_THREADS_PER_NODE", int),
-    "poll_interval": ("LOWKIQ_POLL_INTERVAL", float),
-    "client_pool_size": ("LOWKIQ_CLIENT_POOL_SIZE", int),
-    "pool_timeout": ("LOWKIQ_POOL_TIMEOUT", float),
-    "number_of_nodes": ("LOWKIQ_NUMBER_OF_NODES", int),
-    "node_number": ("LOWKIQ_NODE_NUMBER", int),
-    "build_scheduler": ("LOWKIQ_SCHEDULER", str),
-    "build_splitter": ("LOWKIQ_SPLITTER", str),
-    "ttin_file": ("LOWKIQ_TTIN_FILE", str),
-}
+    # Shard leases (see README "Deployment"): seconds, in Redis server time
+    lease_ttl: float = 5.0
+    heartbeat_interval: float = 1.0
+    settle: float = 1.0
+    # a perform about to start with less lease time left renews first
+    min_perform_budget: float = 1.0
+    # jobs whose server died while performing them this many times go to the morgue
+    crash_limit: int = 3
+    # on SIGTERM, how long to wait for running performs before leaving them to a takeover
+    shutdown_timeout: float = 25.0
+    # the console flags performs running longer than this
+    long_perform: float = 300.0
+    # a name that outlives the process (a pod's name): a restart tends to get its shards back
+    member_name: str = ""
 
 
 def redis_url_from(explicit: str | None, environ: Mapping[str, str]) -> str | None:
@@ -69,17 +64,11 @@ def redis_url_from(explicit: str | None, environ: Mapping[str, str]) -> str | No
 
 def build_settings(options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
     environ = os.environ if environ is None else environ
-    known = {f.name for f in fields(Settings)} - {"extra"}
+    known = {f.name for f in fields(Settings)}
     unknown = set(options) - known
     if unknown:
         raise TypeError(f"lowkiq.configure() got unknown options {sorted(unknown)}; known: {sorted(known)}")
-    values: dict[str, Any] = {}
-    for name, (variable, parse) in ENVIRONMENT.items():
-        if name not in options and environ.get(variable):
-            try:
-                values[name] = parse(environ[variable])
-            except ValueError as exc:
-                raise ValueError(f"environment variable {variable}={environ[variable]!r} is not a valid {name}: {exc}") from exc
+    values: dict[str, Any] = from_environment(environ, options)
     values.update(options)
     values["redis_url"] = redis_url_from(options.get("redis_url"), environ)
     for name in ("workers", "server_middlewares", "client_middlewares"):
@@ -115,6 +104,23 @@ def _validate(settings: Settings) -> None:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if not (0 <= settings.node_number < settings.number_of_nodes):
         raise ValueError(f"node_number must be in 0..{settings.number_of_nodes - 1}, got {settings.node_number}")
-    for name in ("poll_interval", "pool_timeout"):
-        if getattr(settings, name) <= 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(settings, name)!r}")
+    for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform"):
+        if not _number(getattr(settings, name)) or getattr(settings, name) <= 0:
+            raise ValueError(f"{name} must be a number > 0, got {getattr(settings, name)!r}")
+    for name in ("settle", "min_perform_budget", "shutdown_timeout"):
+        if not _number(getattr(settings, name)) or getattr(settings, name) < 0:
+            raise ValueError(f"{name} must be a number >= 0, got {getattr(settings, name)!r}")
+    if not _number(settings.lease_ttl) or settings.lease_ttl < 2:
+        raise ValueError(f"lease_ttl must be a number of seconds >= 2, got {settings.lease_ttl!r}")
+    if settings.heartbeat_interval * 3 > settings.lease_ttl:
+        raise ValueError(f"heartbeat_interval ({settings.heartbeat_interval}) must be at most lease_ttl / 3 "
+                         f"({settings.lease_ttl / 3:g}): a lease must survive a missed renewal or two")
+    if settings.min_perform_budget > settings.lease_ttl / 2:
+        raise ValueError(f"min_perform_budget ({settings.min_perform_budget}) must be at most lease_ttl / 2 "
+                         f"({settings.lease_ttl / 2:g})")
+    if isinstance(settings.crash_limit, bool) or not isinstance(settings.crash_limit, int) or settings.crash_limit < 1:
+        raise ValueError(f"crash_limit must be an int >= 1, got {settings.crash_limit!r}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,14 +1,13 @@
 """`lowkiq-demo` (`make demo`): producer, server and console on an embedded Redis.
 
-Everything runs in the current directory: the embedded Redis keeps its data
-in ./.lowkiq, the server is `lowkiq -r <demo_app.py>`, the console is
-gunicorn serving `lowkiq.webui:create_app()`. Ctrl-C stops all of them.
+The embedded Redis keeps its data in ./.lowkiq, the server is
+`lowkiq -r <demo_app.py>`, the console is `lowkiq web --app <demo_app.py>`.
+Ctrl-C stops all of them.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import random
 import shutil
@@ -16,11 +15,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
+
+from . import connection
 
 APP = Path(__file__).with_name("demo_app.py")
 STATUSES = ["created", "paid", "packed", "shipped", "delivered"]
+# Exit statuses of a child stopped by the signal the demo sends it (or Ctrl-C's).
+STOPPED = {0, -signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT}
 
 
 def tool(name: str) -> list[str] | None:
@@ -36,7 +38,6 @@ def produce(stop: threading.Event, rate: float) -> None:
     from lowkiq import demo_app
 
     versions: dict[int, int] = {}
-    sent = 0
     while not stop.is_set():
         orders = []
         for order_id in random.sample(range(1, 2000), 8):
@@ -49,7 +50,6 @@ def produce(stop: threading.Event, rate: float) -> None:
         demo_app.Emails.perform_async([{"id": f"mail-{random.randint(1, 300)}",
                                         "payload": {"to": f"user{random.randint(1, 300)}@example.com"}}
                                        for _ in range(3)])
-        sent += len(orders) + 3
         stop.wait(max(0.05, (len(orders) + 3) / rate))
 
 
@@ -57,32 +57,31 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lowkiq-demo", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=5000, help="console port (default 5000)")
     parser.add_argument("--rate", type=float, default=200, help="payloads enqueued per second (default 200)")
+    parser.add_argument("--report-every", type=float, default=10, metavar="SECONDS",
+                        help="seconds between the server's failure and summary lines (default 10)")
     args = parser.parse_args(argv)
 
-    # The demo is about the embedded Redis: a URL in the environment would send it elsewhere.
+    # The demo is about the embedded Redis, in ./.lowkiq: a URL in the environment would send
+    # it elsewhere, and the rule that puts it beside the app file would put it in lowkiq's own
+    # folder. Every process below inherits this folder and so shares the one server.
     for name in ("LOWKIQ_REDIS_URL", "REDIS_URL"):
         os.environ.pop(name, None)
-    from lowkiq import connection
-
-    url = connection.embedded_url()
     data = Path(connection.EMBEDDED_DIR).resolve()
-    print(f"embedded Redis: {url}  (data in {data})")
-    # The children get the URL itself, and gunicorn runs from the data folder: it puts
-    # its directory first on sys.path, and in lowkiq's own repository the source tree
-    # there would hide the installed lowkiq.webui.
-    env = {**os.environ, "LOWKIQ_APP": str(APP), "LOWKIQ_REDIS_URL": url}
-    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    os.environ[connection.EMBEDDED_DIR_VARIABLE] = str(data)
+    os.environ["LOWKIQ_DEMO_REPORT_EVERY"] = str(args.report_every)
+    print(f"embedded Redis: {connection.embedded_url()}  (data in {data})", flush=True)
+
     lowkiq_cmd = tool("lowkiq") or [sys.executable, "-m", "lowkiq.cli"]
-    children.append(("server", subprocess.Popen([*lowkiq_cmd, "-r", str(APP), "--poll-interval", "0.5"], env=env)))
-    gunicorn = tool("gunicorn")
-    if gunicorn and importlib.util.find_spec("lowkiq.webui") is not None:
-        children.append(("console", subprocess.Popen(
-            [*gunicorn, "--bind", f"127.0.0.1:{args.port}", "--threads", "4", "lowkiq.webui:create_app()"],
-            env=env, cwd=data)))
-        print(f"console: http://127.0.0.1:{args.port}/")
-    else:
-        print("console: not started (install lowkiq[web] for gunicorn)")
-    print("producing order updates and e-mails; Ctrl-C stops everything")
+    commands = {
+        "server": [*lowkiq_cmd, "-r", str(APP), "--poll-interval", "0.5"],
+        # One gunicorn worker: the dashboard's chart samples live in its process.
+        "console": [*lowkiq_cmd, "web", "--app", str(APP), "--bind", f"127.0.0.1:{args.port}",
+                    "--workers", "1", "--threads", "4"],
+    }
+    # Sessions of their own: a terminal's Ctrl-C reaches only the demo, which then stops each
+    # child with one SIGTERM (a server takes a second signal as "stop without waiting").
+    children = [(name, subprocess.Popen(command, start_new_session=True)) for name, command in commands.items()]
+    print("producing order updates and e-mails; Ctrl-C stops everything", flush=True)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -104,10 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             p.wait(30)
         except subprocess.TimeoutExpired:
             p.kill()
-        if p.returncode not in (0, -signal.SIGTERM):
+        if p.returncode not in STOPPED:
             print(f"{name} exited with {p.returncode}")
             code = 1
-    connection.stop_embedded()
+    connection.stop_embedded(data)
     print("demo stopped")
     return code
 

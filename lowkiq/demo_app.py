@@ -1,18 +1,23 @@
-"""The demo's workers: what `lowkiq -r` loads in `python -m lowkiq.demo`.
+"""The demo's workers: what `lowkiq-demo` runs with `lowkiq -r` and shows in the console.
 
 Orders are updated in bursts (their version is the score, so perform sees
 them in order and merged); a few orders are broken and always fail, so the
-morgue fills too; e-mails fail now and then and succeed on a retry.
+morgue fills too; e-mails fail now and then and succeed on a retry. The server
+logs a line per failure class and a summary every LOWKIQ_DEMO_REPORT_EVERY
+seconds (default 10) instead of a line per failing batch.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
 import lowkiq
+from lowkiq.demo_report import Report
 
 POISON_EVERY = 97  # order ids divisible by this always fail: they end up in the morgue
+report = Report(every=float(os.environ.get("LOWKIQ_DEMO_REPORT_EVERY") or 10))
 
 
 class OrderUpdates(lowkiq.Worker):
@@ -32,6 +37,9 @@ class OrderUpdates(lowkiq.Worker):
             if random.random() < 0.02:
                 raise ConnectionError(f"order {order_id}: warehouse API timed out at version {latest['version']}")
 
+    def retries_exhausted(self, batch):
+        report.retries_exhausted(batch)
+
 
 class Emails(lowkiq.Worker):
     shards_count = 4
@@ -45,5 +53,8 @@ class Emails(lowkiq.Worker):
         if random.random() < 0.1:
             raise RuntimeError("SMTP 451: try again later")
 
+    def retries_exhausted(self, batch):
+        report.retries_exhausted(batch)
 
-lowkiq.configure(workers=[OrderUpdates, Emails])
+
+lowkiq.configure(workers=[OrderUpdates, Emails], server_middlewares=[report.middleware], on_server_init=report.start)

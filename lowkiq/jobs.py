@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple
 
@@ -46,19 +47,42 @@ class UndecodablePayload:
 
 
 class PreparedJob(NamedTuple):
+    """A validated job. ``perform_in`` and ``score`` None: now, in Redis server time, taken when written."""
+
     id: str
-    perform_in: float
+    perform_in: float | None
     payload: bytes
-    score: float
+    score: float | None
+
+
+# C0 controls and DEL: an id holding one cannot round-trip through an HTML form (NUL becomes
+# U+FFFD, CR LF becomes LF) nor a log line. Searched only in ids that are not isprintable().
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def normalize_id(value: Any, index: int) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise TypeError(f"job {index}: id must be a str or an int, got {type(value).__name__} {value!r}")
-    text = str(value)
+    text = _int_id(value, index) if isinstance(value, int) else value
     if not text:
         raise ValueError(f"job {index}: id must not be empty")
+    _check_printable(text, index)
     return text
+
+
+def _int_id(value: int, index: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # past sys.get_int_max_str_digits(): thousands of digits
+        raise ValueError(f"job {index}: id is an int of {value.bit_length()} bits, too long to be written as text") from None
+
+
+def _check_printable(job_id: str, index: int) -> None:
+    if not job_id.isprintable():
+        control = _CONTROL.search(job_id)
+        if control:
+            raise ValueError(f"job {index}: id {job_id!r} contains the control character {control.group()!r}; "
+                             f"ids must be printable text")
 
 
 def _number(value: Any, field: str, index: int) -> float:
@@ -73,9 +97,11 @@ def _number(value: Any, field: str, index: int) -> float:
     return number
 
 
-def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: DumpPayload) -> list[PreparedJob]:
+def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payload: DumpPayload) -> list[PreparedJob]:
     """Validate and serialize a whole batch before anything is written.
 
+    ``now`` None leaves a missing score and perform_in to the push script, which takes
+    them from the Redis server's clock (so that producers on different hosts agree).
     Raises TypeError or ValueError naming the first bad job's index.
     """
     prepared = []
@@ -92,9 +118,18 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: Dump
             raise ValueError(f"job {index}: missing 'id'")
         raw_id = job["id"]
         # Fast path for the common id types; normalize_id explains the rest.
-        job_id = raw_id if type(raw_id) is str and raw_id else str(raw_id) if type(raw_id) is int else normalize_id(raw_id, index)
+        if type(raw_id) is str and raw_id:
+            job_id = raw_id
+            if not job_id.isprintable():  # a C call; the search runs only for ids it flags
+                _check_printable(job_id, index)
+        elif type(raw_id) is int:
+            job_id = _int_id(raw_id, index)
+        else:
+            job_id = normalize_id(raw_id, index)
         if "score" in job:
             score = _number(job["score"], "score", index)
+        elif default_score is None:
+            score = None
         else:
             score = default_score
             default_score = math.nextafter(default_score, math.inf)
@@ -103,6 +138,9 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float, dump_payload: Dump
             payload = to_bytes(dump_payload(job.get("payload", "")))
         except (TypeError, ValueError, OverflowError) as exc:
             raise type(exc)(f"job {index} (id {job_id!r}): payload cannot be serialized: {exc}") from exc
+        except RecursionError as exc:
+            raise ValueError(f"job {index} (id {job_id!r}): payload cannot be serialized: it is nested too deeply "
+                             f"({exc})") from exc
         if not job_id.isascii():
             try:
                 job_id.encode()

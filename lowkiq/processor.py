@@ -1,27 +1,38 @@
-"""One server thread: its own Redis connection, its shards, its scheduler, its loop.
+"""One server thread: its own Redis connection, the shards the keeper gave it, its scheduler, its loop.
 
-The loop is ack+take (one round trip), perform, repeat. A Redis error does
-not end it: the thread logs, backs off (capped) and resumes. When the
-failed call was a write whose outcome is unknown (the reply was lost, the
-script may have run), the thread first puts its shards' processing areas
-back into the queue, which it alone owns: nothing is lost, and at most the
-last batch runs again.
+The loop is ack+take (one round trip), perform, repeat. Each script checks
+this process's lease on the shard and renews it. The keeper gives the thread
+shards and asks for them back; the thread acts on that between batches, so a
+shard never changes thread or process in the middle of a batch.
+
+A Redis error does not end the loop: the thread logs, backs off (capped) and
+resumes. When the failed call was a write whose outcome is unknown (the
+reply was lost, the script may have run), the thread first puts its own
+in-flight batches back into the queue (fenced, so only where it still holds
+the lease): nothing is lost, and at most the last batch runs again. A
+refused lease means another process holds the shard now: the thread drops
+it and never retries the write.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable, Sequence
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
 
 import redis
 
 from . import schedulers
+from .keeper import release_leases
+from .leases import Lease, LeaseRefused, refusal, ttl_ms
 from .queue import lua
+from .queue.queue import Queue
 from .shard_handler import Ack, ShardHandler, StopProcess
-from .splitters import Shard
 
 if TYPE_CHECKING:
+    from .keeper import Keeper
     from .runtime import Runtime
     from .worker import Worker
 
@@ -32,42 +43,39 @@ log = logging.getLogger("lowkiq.server")
 REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
 MAX_BACKOFF = 10.0
 
+GIVE, BACK, LOST = "give", "back", "lost"
+
 
 class Processor:
     def __init__(
         self,
         number: int,
-        shards: Sequence[Shard],
         runtime: "Runtime",
         stop: threading.Event,
         on_fatal: Callable[[BaseException, bool], None],
     ) -> None:
         self.number = number
-        self.shards = list(shards)
+        self.name = f"lowkiq-{number}"
         self.runtime = runtime
         self.settings = runtime.settings
         self.stop = stop
         self.on_fatal = on_fatal  # (exception, raised by a perform?)
-        # Two connections: the wire's, held for the hot path, and one for pipelined probes and failures.
+        self.keeper: "Keeper | None" = None
+        # Two connections: the wire's, held for the hot path, and one for pipelined probes.
         self.client = runtime.new_client(2)
         self.wire = lua.Wire(self.client)
-        instances: dict[type["Worker"], "Worker"] = {}
-        queues = {}
+        self._instances: dict[type["Worker"], "Worker"] = {}
+        self._queues: dict[type["Worker"], Queue] = {}
         self.handlers: list[ShardHandler] = []
-        for shard in self.shards:
-            w = shard.worker
-            if w not in instances:
-                # One instance per thread: a worker's own state is never shared between threads.
-                instances[w] = w()
-                queues[w] = runtime.queue(w, self.client)
-            self.handlers.append(ShardHandler(shard, instances[w], queues[w], self.settings, self.wire, clock=runtime.clock))
-        context = schedulers.SchedulerContext(self.shards, self.settings.poll_interval, self.probe, runtime.clock)
-        self.scheduler = schedulers.build(self.settings, context)
+        self.scheduler: schedulers.Scheduler | None = None
+        self.inbox: deque[tuple[str, Lease, bool]] = deque()
+        self.wake = threading.Event()
         self.pending: Ack | None = None
+        self.in_flight: Lease | None = None  # the lease of the batch being performed now
         self.uncertain = False  # a write failed midway: its outcome is unknown
         self.recovering = False
         self.errors_in_a_row = 0
-        self.thread = threading.Thread(target=self.run, name=f"lowkiq-{number}", daemon=True)
+        self.thread = threading.Thread(target=self.run, name=self.name, daemon=True)
 
     def start(self) -> None:
         self.thread.start()
@@ -75,27 +83,35 @@ class Processor:
     def join(self, timeout: float | None = None) -> None:
         self.thread.join(timeout)
 
-    def probe(self) -> list[float | None]:
-        """Every owned shard's earliest perform_in, one pipelined round trip of plain reads."""
-        pipe = self.client.pipeline(transaction=False)
-        for h in self.handlers:
-            pipe.zrange(h.queue.keys.shard(h.shard.index).ids_by_perform_in_zset, 0, 0, withscores=True)
-        return [head[0][1] if head else None for head in pipe.execute()]
+    # -- messages from the keeper (its thread) -----------------------------
+
+    def give(self, lease: Lease) -> None:
+        self.inbox.append((GIVE, lease, False))
+        self.wake.set()
+
+    def hand_back(self, lease: Lease, *, release: bool) -> None:
+        """Stop serving the shard after the current batch; release its lease, or return it to the keeper."""
+        self.inbox.append((BACK, lease, release))
+        self.wake.set()
+
+    def drop_lost(self, lease: Lease) -> None:
+        self.inbox.append((LOST, lease, False))
+        self.wake.set()
+
+    # -- the loop ----------------------------------------------------------
 
     def run(self) -> None:
-        log.info("thread %d started with shards %s", self.number, " ".join(map(str, self.shards)))
+        log.info("thread %d started", self.number)
         try:
             while not self.stop.is_set():
                 try:
                     self.step()
                     self.errors_in_a_row = 0
+                except LeaseRefused as exc:
+                    self._refused(exc)
                 except REDIS_ERRORS as exc:
                     self._outage(exc)
-            try:
-                self._flush()
-            except REDIS_ERRORS as exc:
-                log.warning("thread %d: could not acknowledge the last batch (%s); it runs again at the next start",
-                            self.number, exc)
+            self._hand_everything_back()
         except StopProcess as exc:
             self.on_fatal(exc.cause, True)
         except BaseException as exc:  # a bug outside any perform: the process must stop
@@ -107,12 +123,19 @@ class Processor:
             log.info("thread %d stopped", self.number)
 
     def step(self) -> None:
+        self.wake.clear()
+        if self.inbox:
+            self._read_inbox()
         if self.recovering:
             self._recover()
+        if not self.handlers:
+            self.wake.wait(self.settings.poll_interval)
+            return
+        assert self.scheduler is not None
         index = self.scheduler.next_shard()
         if index is None:
             self._flush()
-            self.stop.wait(self.scheduler.idle_for())
+            self.wake.wait(self.scheduler.idle_for())
             return
         handler = self.handlers[index]
         self.uncertain = True
@@ -123,16 +146,150 @@ class Processor:
         if not taken.jobs:
             return
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
-        ack = handler.perform(taken)
+        if handler.lease.remaining() < self.settings.min_perform_budget:
+            self._renew(handler.lease)
+        self.in_flight = handler.lease
+        try:
+            ack = handler.perform(taken)
+        finally:
+            self.in_flight = None
         self.uncertain = False
         if ack is None:
             self.scheduler.due(index, self.runtime.clock())
         self.pending = ack
 
-    def _flush(self) -> None:
-        if self.pending is not None:
-            self.uncertain = True
-            self.pending.handler.ack(self.pending.ids)
+    def serves(self, lease: Lease) -> bool:
+        return any(h.lease is lease for h in self.handlers)
+
+    def probe(self) -> list[float | None]:
+        """Every served shard's earliest perform_in, one pipelined round trip of plain reads."""
+        pipe = self.client.pipeline(transaction=False)
+        for h in self.handlers:
+            pipe.zrange(h.lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
+        return [head[0][1] if head else None for head in pipe.execute()]
+
+    # -- shards coming and going -------------------------------------------
+
+    def _read_inbox(self) -> None:
+        changed = False
+        while self.inbox:
+            kind, lease, release = self.inbox[0]
+            if kind == GIVE:
+                if lease.lost is None and not self.serves(lease):
+                    self.handlers.append(self._handler(lease))
+                    changed = True
+            elif kind == BACK:
+                changed |= self._give_back(lease, release)
+            elif kind == LOST:
+                changed |= self._forget(lease)
+            self.inbox.popleft()  # only once handled: a Redis error leaves the message for the retry
+        if changed:
+            self._reschedule()
+
+    def _handler(self, lease: Lease) -> ShardHandler:
+        w = lease.shard.worker
+        if w not in self._instances:
+            # One instance per thread: a worker's own state is never shared between threads.
+            self._instances[w] = w()
+            self._queues[w] = self.runtime.queue(w, self.client)
+        return ShardHandler(lease, self._instances[w], self._queues[w], self.settings, self.wire,
+                            thread=self.name, clock=self.runtime.clock)
+
+    def _give_back(self, lease: Lease, release: bool) -> bool:
+        handler = next((h for h in self.handlers if h.lease is lease), None)
+        if handler is None:
+            # Asked again while busy (the keeper asks every beat): handed back already, or lost meanwhile.
+            return False
+        acked = self.pending.ids if self.pending is not None and self.pending.handler.lease is lease else []
+        if not release and self.keeper is not None and not self.keeper.wants(lease):
+            release = True  # a move to another thread, but meanwhile the process gave the shard up
+        if release:
+            restored = release_leases(self.wire, [lease], {id(lease): acked})
+            if restored:
+                log.warning("thread %d: shard %s released with %d jobs put back into the queue",
+                            self.number, lease.shard, restored)
+        elif acked:
+            handler.ack(acked)
+        if acked:
+            self.pending = None
+        self.handlers.remove(handler)
+        if self.keeper is not None:
+            self.keeper.returned(lease, released=release)
+        return True
+
+    def _forget(self, lease: Lease) -> bool:
+        handler = next((h for h in self.handlers if h.lease is lease), None)
+        if self.pending is not None and self.pending.handler.lease is lease:
+            log.warning("thread %d: ids %s of shard %s were performed after its lease was lost; the new owner "
+                        "runs them again", self.number, self.pending.ids[:20], lease.shard)
+            self.pending = None
+        if handler is None:
+            return False
+        self.handlers.remove(handler)
+        return True
+
+    def _reschedule(self) -> None:
+        context = schedulers.SchedulerContext([h.shard for h in self.handlers], self.settings.poll_interval,
+                                              self.probe, self.runtime.clock)
+        self.scheduler = schedulers.build(self.settings, context) if self.handlers else None
+        if not self.stop.is_set():
+            log.info("thread %d serves shards %s", self.number, " ".join(str(h.shard) for h in self.handlers) or "(none)")
+
+    def _hand_everything_back(self) -> None:
+        """Stopping: acknowledge the last batch and release every shard, in one round trip."""
+        self._read_inbox_for_stop()
+        if not self.handlers:
+            return
+        held = [h.lease for h in self.handlers if h.lease.lost is None]
+        acked = {id(self.pending.handler.lease): self.pending.ids} if self.pending is not None else {}
+        try:
+            restored = release_leases(self.wire, held, acked)
+            if restored:
+                log.warning("thread %d: %d jobs left in processing went back to the queue", self.number, restored)
+        except REDIS_ERRORS as exc:
+            log.warning("thread %d: could not release its shards (%s); they are taken over when their leases "
+                        "expire, and the last batch runs again", self.number, exc)
+            return
+        self.pending = None
+        if self.keeper is not None:
+            for lease in held:
+                self.keeper.returned(lease, released=True)
+        self.handlers = []
+
+    def _read_inbox_for_stop(self) -> None:
+        # Shards given but never served go back to the keeper, which releases what is left.
+        while self.inbox:
+            kind, lease, _ = self.inbox.popleft()
+            if kind == LOST:
+                self._forget(lease)
+
+    # -- leases and failures -------------------------------------------------
+
+    def _renew(self, lease: Lease) -> None:
+        sent_at = time.monotonic()
+        try:
+            self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+        except redis.ResponseError as exc:
+            raise refusal(exc) or exc
+        lease.renewed(sent_at)
+
+    def _refused(self, exc: LeaseRefused) -> None:
+        handler = next((h for h in self.handlers if h.lease.keys.lease_hash == exc.lease_key), None)
+        if handler is None:
+            log.warning("thread %d: a lease was refused (%s)", self.number, exc)
+        else:
+            lease = handler.lease
+            log.warning("thread %d: lost the lease of shard %s (%s); another process serves it now, and runs "
+                        "again whatever this thread had in flight there", self.number, lease.shard, exc.reason)
+            if lease.lost is None:
+                lease.lost = exc.reason
+            if self.keeper is not None:
+                self.keeper.lost(lease, exc.reason)
+            if self._forget(lease):
+                self._reschedule()
+        if self.uncertain:
+            # A pipelined ack + take: the take on another shard may have happened.
+            self.recovering = True
             self.pending = None
             self.uncertain = False
 
@@ -145,15 +302,38 @@ class Processor:
             self.uncertain = False
         delay = min(MAX_BACKOFF, self.settings.poll_interval * 2 ** min(self.errors_in_a_row - 1, 10))
         log.warning("thread %d: Redis error (%s: %s); retrying in %.1f s", self.number, type(exc).__name__, exc, delay)
-        self.stop.wait(delay)
+        # The keeper's news ends the wait (a shard given, lost or asked back, Redis answering its beat again,
+        # or the process stopping): Redis answers, so retry now and back off from the start if need be. Else
+        # a thread would sleep out its back-off (up to MAX_BACKOFF) on shards its keeper holds and renews.
+        if self.wake.wait(delay):
+            self.errors_in_a_row = 0
 
     def _recover(self) -> None:
+        calls: list[tuple[str, Any, tuple[Any, ...]]] = [("restore", h.lease.keys, (h.lease.grant,)) for h in self.handlers]
+        replies = self.wire.call_many(calls, settle=True) if calls else []
         restored = 0
-        by_queue: dict[int, tuple[ShardHandler, list[int]]] = {}
-        for h in self.handlers:
-            by_queue.setdefault(id(h.queue), (h, []))[1].append(h.shard.index)
-        for h, indexes in by_queue.values():
-            restored += h.queue.restore(indexes)
+        lost = []
+        for handler, reply in zip(list(self.handlers), replies):
+            if isinstance(reply, Exception):
+                refused = refusal(reply)
+                if refused is None:
+                    raise reply
+                lost.append((handler.lease, refused.reason))
+            else:
+                restored += int(reply)
+        for lease, reason in lost:
+            lease.lost = lease.lost or reason
+            if self.keeper is not None:
+                self.keeper.lost(lease, reason)
+            self._forget(lease)
         self.recovering = False
-        self.scheduler.forget()
-        log.warning("thread %d: Redis is back; %d jobs left in processing went back to the queue", self.number, restored)
+        self._reschedule()
+        log.warning("thread %d: Redis is back; %d jobs this thread had in flight went back to the queue",
+                    self.number, restored)
+
+    def _flush(self) -> None:
+        if self.pending is not None:
+            self.uncertain = True
+            self.pending.handler.ack(self.pending.ids)
+            self.pending = None
+            self.uncertain = False

@@ -1,18 +1,29 @@
-"""Workers known to Redis, so the standalone console can find queues without the app's code."""
+"""Workers known to Redis, so the standalone console can find queues without the app's code.
+
+Any client can write this hash, so every entry is checked when written and again when
+read: an entry that is not what ``register`` writes comes back as a ``BrokenEntry``
+naming its problem, and never stops the other workers from being read.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import redis
 
-from .queue.keys import registry_hash
+from .queue.keys import registry_hash, validate_queue_name
 
 if TYPE_CHECKING:
     from .worker import Worker
+
+# Shards of one worker at most: each is a handful of keys that every stats read and
+# every live refresh of the console visits, so the bound keeps those reads small.
+MAX_SHARDS_COUNT = 4096
+# An entry is a short JSON object; anything longer was not written by register().
+MAX_ENTRY_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -24,6 +35,36 @@ class WorkerInfo:
     batch_size: int = 1
 
 
+@dataclass(frozen=True)
+class BrokenEntry:
+    """A registry entry that cannot be used, and why (for the console's broken rows)."""
+
+    name: str
+    problem: str
+
+
+def check_shards_count(value: Any, what: str = "shards_count") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SHARDS_COUNT:
+        raise ValueError(f"{what} must be a positive int, at most {MAX_SHARDS_COUNT}, got {value!r}")
+    return value
+
+
+def check_positive(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}")
+    return value
+
+
+def checked(info: WorkerInfo) -> WorkerInfo:
+    """``info`` if every field is valid, else ValueError naming the first bad one."""
+    validate_queue_name(info.name, "worker name")
+    validate_queue_name(info.queue_name)
+    check_shards_count(info.shards_count)
+    check_positive(info.max_retry_count, "max_retry_count")
+    check_positive(info.batch_size, "batch_size")
+    return info
+
+
 def info_of(worker: type["Worker"]) -> WorkerInfo:
     return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size)
 
@@ -31,26 +72,59 @@ def info_of(worker: type["Worker"]) -> WorkerInfo:
 def register(client: redis.Redis, workers: Iterable[type["Worker"]]) -> None:
     mapping = {}
     for w in workers:
-        info = info_of(w)
+        info = checked(info_of(w))
         mapping[info.name] = json.dumps({**info.__dict__, "registered_at": time.time()})
     if mapping:
         client.hset(registry_hash(), mapping=mapping)
 
 
-def known(client: redis.Redis) -> list[WorkerInfo]:
-    found = []
-    for name, raw in sorted(client.hgetall(registry_hash()).items()):
+def parse(name: bytes | str, raw: bytes | str) -> WorkerInfo | BrokenEntry:
+    """One entry of the hash, checked as ``register`` would have written it."""
+    try:
+        text_name = name.decode() if isinstance(name, bytes) else name
+    except UnicodeDecodeError:
+        return BrokenEntry(name.decode("utf-8", "replace"), "the worker name is not UTF-8 text")  # type: ignore[union-attr]
+    try:
+        return checked(_info(text_name, raw))
+    except ValueError as exc:
+        return BrokenEntry(text_name, str(exc))
+
+
+def _info(name: str, raw: bytes | str) -> WorkerInfo:
+    if len(raw) > MAX_ENTRY_BYTES:
+        raise ValueError(f"the entry is {len(raw)} bytes long; at most {MAX_ENTRY_BYTES}")
+    try:
         data = json.loads(raw)
-        found.append(
-            WorkerInfo(
-                name=name.decode() if isinstance(name, bytes) else name,
-                queue_name=data["queue_name"],
-                shards_count=int(data["shards_count"]),
-                max_retry_count=int(data.get("max_retry_count", 25)),
-                batch_size=int(data.get("batch_size", 1)),
-            )
-        )
-    return found
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"the entry is not JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the entry must be a JSON object, got {json.dumps(data)[:100]}")
+    if "queue_name" not in data:
+        raise ValueError("the entry has no queue_name")
+    if "shards_count" not in data:
+        raise ValueError("the entry has no shards_count")
+    return WorkerInfo(
+        name=name,
+        queue_name=data["queue_name"],
+        shards_count=data["shards_count"],
+        max_retry_count=data.get("max_retry_count", 25),
+        batch_size=data.get("batch_size", 1),
+    )
+
+
+def read(client: redis.Redis) -> tuple[list[WorkerInfo], list[BrokenEntry]]:
+    """Every entry, by name: the workers, and the entries that cannot be used."""
+    workers: list[WorkerInfo] = []
+    broken: list[BrokenEntry] = []
+    for name, raw in sorted(client.hgetall(registry_hash()).items()):
+        entry = parse(name, raw)
+        (workers if isinstance(entry, WorkerInfo) else broken).append(entry)  # type: ignore[arg-type]
+    return workers, broken
+
+
+def known(client: redis.Redis) -> list[WorkerInfo]:
+    """The workers whose entries are valid."""
+    return read(client)[0]
 
 
 def forget(client: redis.Redis, names: Iterable[str]) -> int:

@@ -19,6 +19,7 @@ from .middleware import run_chain
 from .queue.actions import Actions
 from .queue.queries import Queries
 from .queue.queue import Queue
+from .transport import Transport
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -32,29 +33,32 @@ class Runtime:
     def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
         self.clock = clock
-        self._client: redis.Redis | None = None
+        self._client: Transport | None = None
         self._lock = threading.Lock()
         self._registered: set[str] = set()
 
     @property
     def redis_url(self) -> str:
-        return self.settings.redis_url or connection.embedded_url()
+        """The configured URL (``redis://``, ``rediss://``, ``unix://``, ``redis+sentinel://``), else the embedded Redis's."""
+        return self.settings.redis_url or connection.embedded_url(connection.embedded_dir(self.settings.workers))
 
     @property
-    def client(self) -> redis.Redis:
-        """The enqueueing clients' pool (``client_pool_size`` connections)."""
+    def client(self) -> Transport:
+        """The transport of enqueueing clients and the console (``client_pool_size`` connections per node)."""
         if self._client is None:
             with self._lock:
                 if self._client is None:
                     self._client = self.new_client(self.settings.client_pool_size)
         return self._client
 
-    def new_client(self, pool_size: int) -> redis.Redis:
-        return connection.client(self.redis_url, pool_size=pool_size, timeout=self.settings.pool_timeout)
+    def new_client(self, pool_size: int) -> Transport:
+        """A transport of its own (e.g. a server thread's): its own pools of ``pool_size`` connections per node."""
+        return Transport(self.redis_url, pool_size=pool_size, timeout=self.settings.pool_timeout)
 
     def queue(self, worker: type["Worker"], client: redis.Redis | None = None) -> Queue:
         s = self.settings
-        return Queue(client or self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error, clock=self.clock)
+        return Queue(client or self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error,
+                     clock=self.clock, worker=worker)
 
     def queries(self, worker: type["Worker"]) -> Queries:
         s = self.settings
@@ -69,7 +73,9 @@ class Runtime:
         jobs = list(jobs)
 
         def write() -> int:
-            prepared = prepare(jobs, now=self.clock(), dump_payload=self.settings.dump_payload)
+            # With the real clock, a missing score or perform_in is the Redis server's now.
+            now = None if self.clock is time.time else self.clock()
+            prepared = prepare(jobs, now=now, dump_payload=self.settings.dump_payload)
             if not prepared:
                 return 0
             self._register_once(worker)
@@ -87,7 +93,7 @@ class Runtime:
 
     def close(self) -> None:
         if self._client is not None:
-            self._client.connection_pool.disconnect()
+            self._client.close()
             self._client = None
 
 

@@ -39,8 +39,9 @@ def load_pickle(data: bytes) -> Any:
 
 
 def format_error(exc: BaseException) -> str:
-    """SPEC's default; ``lambda exc: f"{type(exc).__name__}: {exc}"`` keeps the class too."""
-    return str(exc)
+    """The class and the message, so that a bare ``KeyError('x')`` reads ``KeyError: 'x'``."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def dump_error(error: str) -> bytes:

@@ -1,9 +1,18 @@
-"""The server: this node's threads over its shards of every worker.
+"""The server: this process's threads, and its keeper, over the shards it holds the leases of.
 
-Start-up order matters: the workers are registered (for the console), the
-processing areas of the shards this node owns are put back into the queue
-(a previous process may have died mid-batch), ``on_server_init`` runs, and
-only then do threads start taking jobs.
+Any number of server processes run the same app; they share the shards
+through per-shard leases in Redis (see ``keeper`` and ``leases``). Start-up
+order: the workers are registered (for the console), ``on_server_init``
+runs, then the threads and the keeper start; the keeper acquires shards and
+hands them to the threads. A shard whose previous owner died is taken over
+when its lease expires, its in-flight batch going back to the queue in the
+same step; a live owner's batch is never touched.
+
+Stopping (SIGTERM, SIGINT, ``shutdown()``): the process tells the others it
+is draining, every thread finishes its batch, acknowledges it and releases
+its shards, and the process leaves the membership. A perform still running
+after ``shutdown_timeout`` (or at a second signal) is left behind: its shard
+is taken over when its lease expires and that batch runs again.
 
 Example::
 
@@ -15,10 +24,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+import time
 from typing import TYPE_CHECKING
 
-from . import signals, splitters
+from . import signals
+from .keeper import Keeper
 from .processor import Processor
 
 if TYPE_CHECKING:
@@ -36,7 +46,9 @@ class Server:
         self.runtime = runtime
         self.settings = runtime.settings
         self.stop = threading.Event()
+        self.force = threading.Event()  # a second signal: do not wait for running performs
         self.processors: list[Processor] = []
+        self.keeper: Keeper | None = None
         self._fatal: BaseException | None = None
         self._fatal_in_perform = False
         self._lock = threading.Lock()
@@ -45,7 +57,7 @@ class Server:
         """Serve until stopped; the exit code: 0 after a signal or ``shutdown()``, 1 after a fatal error."""
         uninstall = None
         if handle_signals and threading.current_thread() is threading.main_thread():
-            uninstall = signals.install(self.stop, self.settings.ttin_file)
+            uninstall = signals.install(self.stop, self.settings.ttin_file, force=self.force)
         try:
             self.start()
             while not self.stop.is_set():
@@ -69,34 +81,46 @@ class Server:
         s = self.settings
         if not s.workers:
             raise NoWorkers("no workers configured: the app must call lowkiq.configure(workers=[...])")
-        parts = splitters.assign(s)
         self.runtime.register(s.workers)
-        restored = self.restore([shard for part in parts for shard in part])
-        log.info("node %d/%d: %d threads, %d shards of %s; %d jobs left in processing went back to the queue",
-                 s.node_number, s.number_of_nodes, sum(1 for p in parts if p), sum(map(len, parts)),
-                 ", ".join(w.__name__ for w in s.workers), restored)
         if s.on_server_init is not None:
             s.on_server_init()
-        self.processors = [Processor(i, part, self.runtime, self.stop, self._on_fatal) for i, part in enumerate(parts) if part]
+        self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal) for i in range(s.threads_per_node)]
+        self.keeper = Keeper(self.runtime, self.processors)
+        for p in self.processors:
+            p.keeper = self.keeper
+        log.info("server %s: %d threads for %d shards of %s, shared through leases with the other live servers",
+                 self.keeper.member_id[:8], s.threads_per_node, sum(w.shards_count for w in s.workers),
+                 ", ".join(w.__name__ for w in s.workers))
         for p in self.processors:
             p.start()
-
-    def restore(self, shards: list[splitters.Shard]) -> int:
-        by_worker = defaultdict(list)
-        for shard in shards:
-            by_worker[shard.worker].append(shard.index)
-        return sum(self.runtime.queue(w).restore(indexes) for w, indexes in by_worker.items())
+        self.keeper.start()
 
     def shutdown(self) -> None:
         """Ask every thread to stop after its current batch (what SIGTERM does)."""
         self.stop.set()
 
     def join(self) -> None:
+        """Wait for the threads (at most ``shutdown_timeout``), then release what is left and leave."""
+        if self.keeper is not None:
+            self.keeper.drain()
         for p in self.processors:
-            while p.thread.is_alive():
-                p.join(5.0)
-                if p.thread.is_alive():
-                    log.info("waiting for thread %d to finish its batch", p.number)
+            p.wake.set()
+        deadline = time.monotonic() + self.settings.shutdown_timeout
+        next_note = time.monotonic() + 5.0
+        for p in self.processors:
+            # Short joins: a second signal (``force``) must end the wait at once.
+            while p.thread.is_alive() and not self.force.is_set() and time.monotonic() < deadline:
+                p.join(0.1)
+                if p.thread.is_alive() and time.monotonic() >= next_note:
+                    next_note += 5.0
+                    log.info("waiting for thread %d to finish its batch (at most %.0f s more)", p.number,
+                             max(0.0, deadline - time.monotonic()))
+        running = [p for p in self.processors if p.thread.is_alive()]
+        if running:
+            log.warning("exiting with %d performs still running; their shards are taken over when their leases "
+                        "expire (%.0f s) and those batches run again", len(running), self.settings.lease_ttl)
+        if self.keeper is not None:
+            self.keeper.leave(keep=[p.in_flight for p in running if p.in_flight is not None])
         self.runtime.close()
 
     def _on_fatal(self, exc: BaseException, in_perform: bool) -> None:

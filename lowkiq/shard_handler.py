@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from . import serializers
+from . import job_context, serializers
+from .leases import Lease
 from .middleware import run_chain
 from .queue import lua
 from .queue.queue import Queue, Taken
-from .splitters import Shard
 from .worker import Worker
 
 if TYPE_CHECKING:
@@ -44,37 +44,41 @@ class Ack:
 
 
 class ShardHandler:
+    """A shard this thread holds the lease of: its worker instance, its queue, its lease."""
+
     def __init__(
         self,
-        shard: Shard,
+        lease: Lease,
         worker: "Worker",
         queue: Queue,
         settings: "Settings",
         wire: lua.Wire | None = None,
         *,
+        thread: str = "",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.shard = shard
+        self.lease = lease
+        self.shard = lease.shard
         self.worker = worker
         self.queue = queue
         self.settings = settings
         self.clock = clock
         self.wire = wire  # the thread's own connection for ack+take
+        self.thread = thread
         self.name = type(worker).__name__
-        self._take = (shard.index, type(worker).batch_size)
+        self._take = (lease, type(worker).batch_size)
         self._middlewares = settings.server_middlewares
+        self._context = job_context.Context(self.name, self.shard.index, lease)
 
     def take(self, ack: Ack | None) -> Taken:
         """Acknowledge ``ack`` (of any shard of this thread) and take a batch here: one round trip."""
-        if ack is None:
-            taken = self.queue.ack_and_take(None, self._take, wire=self.wire)
-        else:
-            taken = self.queue.ack_and_take((ack.handler.shard.index, ack.ids), self._take, ack_queue=ack.handler.queue, wire=self.wire)
+        acked = None if ack is None else (ack.handler.lease, ack.ids)
+        taken = self.queue.ack_and_take(acked, self._take, thread=self.thread, wire=self.wire)
         assert taken is not None
         return taken
 
     def ack(self, ids: Sequence[str]) -> None:
-        self.queue.ack_and_take((self.shard.index, ids), None, wire=self.wire)
+        self.queue.ack_and_take((self.lease, ids), None, thread=self.thread, wire=self.wire)
 
     def perform(self, taken: Taken) -> Ack | None:
         """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.
@@ -89,23 +93,27 @@ class ShardHandler:
         batch = {job.id: [payload for payload, _ in job.payloads] for job in jobs}
         worker = self.worker
         started = time.perf_counter()
+        job_context.enter(self._context)
         try:
             if self._middlewares:
                 run_chain(self._middlewares, worker, batch, lambda: worker.perform(batch))
             else:
                 worker.perform(batch)
         except Exception as exc:
+            job_context.leave()
             self.fail(taken, exc)
             return None
         except BaseException as exc:
+            job_context.leave()
             log.error("%s shard %d: perform raised %s for ids %s; failing the batch and stopping",
                       self.name, self.shard.index, type(exc).__name__, list(batch))
             try:
                 self.fail(taken, exc)
             except Exception:
-                # The batch stays in processing; the next start restores it.
+                # The batch stays in processing; whoever holds the lease next restores it.
                 log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch))
             raise StopProcess(exc) from exc
+        job_context.leave()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s shard %d: performed %d ids %s in %.1f ms", self.name, self.shard.index, len(batch),
                       _short(list(batch)), (time.perf_counter() - started) * 1000)
@@ -122,8 +130,11 @@ class ShardHandler:
         first = any(job.retry_count < 0 for job in taken.jobs) or log.isEnabledFor(logging.DEBUG)
         log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
                   exc_info=(type(exc), exc, exc.__traceback__) if first else None)
-        morgued = self.queue.fail(self.shard.index, retries, self._dump_error(message),
-                                  type(worker).max_retry_count, now=now)
+        failed = self.queue.fail(self.lease, retries, self._dump_error(message), type(worker).max_retry_count, now=now)
+        if failed.missing:
+            log.error("%s shard %d: ids %s failed but were no longer in processing; nothing was written for them",
+                      self.name, self.shard.index, _short(failed.missing))
+        morgued = failed.morgued
         if morgued:
             log.warning("%s shard %d: ids %s moved to the morgue after %d retries", self.name, self.shard.index,
                         _short([m.id for m in morgued]), type(worker).max_retry_count)

@@ -1,9 +1,9 @@
 """Process signals of a running server.
 
 SIGTERM and SIGINT ask the threads to stop after their current batch; an
-idle thread is woken at once (it waits on the same Event). A second signal
-only says so in the log: stopping is already under way and interrupting
-a batch midway would only make it run again. SIGTTIN dumps every thread's
+idle thread is woken at once. A second signal stops waiting for performs
+still running: the process releases what it can and exits, and the shards
+of those performs are taken over when their leases expire. SIGTTIN dumps every thread's
 stack to ``settings.ttin_file`` and to the log, for a server that seems stuck.
 """
 
@@ -44,13 +44,15 @@ def dump_stacks(path: str) -> str:
     return text
 
 
-def install(stop: threading.Event, ttin_file: str) -> Callable[[], None]:
+def install(stop: threading.Event, ttin_file: str, force: threading.Event | None = None) -> Callable[[], None]:
     """Install the handlers (main thread only); returns a function putting the old ones back."""
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if stop.is_set():
-            log.info("%s again: already stopping, waiting for in-flight batches", name)
+            log.info("%s again: exiting without waiting for the performs still running", name)
+            if force is not None:
+                force.set()
         else:
             log.info("%s: stopping after the in-flight batches", name)
             stop.set()

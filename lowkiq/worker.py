@@ -6,7 +6,11 @@ import random
 from typing import Any, ClassVar, Mapping, Sequence
 
 from .jobs import MorgueJob
-from .queue.keys import QueueKeys
+from .queue.keys import QueueKeys, validate_queue_name
+from .registry import check_shards_count
+
+
+OVERFLOW_POLICIES = ("drop_oldest", "reject")
 
 
 class Worker:
@@ -29,16 +33,26 @@ class Worker:
     batch_size: ClassVar[int] = 1
     max_retry_count: ClassVar[int] = 25
     queue_name: ClassVar[str] = "Worker"
+    # A job holds at most this many payloads: past it, "drop_oldest" keeps the newest ones (counting the
+    # dropped in the shard's counters), "reject" makes perform_async raise and write nothing of that slice.
+    max_payloads_per_id: ClassVar[int] = 1000
+    payload_overflow: ClassVar[str] = "drop_oldest"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "queue_name" not in cls.__dict__:
             cls.queue_name = cls.__name__
-        QueueKeys(cls.queue_name, cls.shards_count)
-        for name in ("batch_size", "max_retry_count"):
+        # Both names appear in the console's URLs and in Redis keys: refuse any that would not survive them.
+        validate_queue_name(cls.__name__, "worker name")
+        validate_queue_name(cls.queue_name, f"{cls.__name__}.queue_name")
+        check_shards_count(cls.shards_count, f"{cls.__name__}.shards_count")
+        for name in ("batch_size", "max_retry_count", "max_payloads_per_id"):
             value = getattr(cls, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{cls.__name__}.{name} must be a positive int, got {value!r}")
+        if cls.payload_overflow not in OVERFLOW_POLICIES:
+            raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
+                             f"got {cls.payload_overflow!r}")
 
     def retry_in(self, retry_count: int) -> float:
         """Seconds until the next try: 15, 16, 31, 96, 271, ... plus jitter (25 retries ~ 20 days)."""

@@ -69,3 +69,39 @@ def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
             return value
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s")
+
+
+@pytest.fixture(scope="session")
+def redis_cluster():
+    """One real Redis Cluster (3 primaries, 3 replicas) for the whole session."""
+    from redis_cluster import RedisCluster
+
+    cluster = RedisCluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def cluster(redis_cluster):
+    """The session's cluster, every primary flushed, in a healthy state."""
+    redis_cluster.wait_ok()
+    redis_cluster.flush()
+    return redis_cluster
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel():
+    """One real Sentinel setup (a primary, a replica, three sentinels) for the whole session."""
+    from redis_sentinel import RedisSentinel
+
+    group = RedisSentinel().start()
+    yield group
+    group.stop()
+
+
+@pytest.fixture
+def sentinel(redis_sentinel):
+    """The session's Sentinel setup, its current primary flushed."""
+    wait_until(lambda: redis_sentinel.data(redis_sentinel.primary()).execute_command("ROLE")[0] == b"master", 30)
+    redis_sentinel.data(redis_sentinel.primary()).flushall()
+    return redis_sentinel

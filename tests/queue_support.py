@@ -6,6 +6,7 @@ from typing import Any
 
 import lowkiq
 from lowkiq.jobs import Job
+from lowkiq.leases import Lease
 
 
 class OrdersWorker(lowkiq.Worker):
@@ -28,15 +29,34 @@ def actions(worker: type[lowkiq.Worker] = OrdersWorker):
     return lowkiq.current().actions(worker)
 
 
+def lease(q, shard: int, member: str = "tests") -> Lease:
+    """The shard's lease for ``member``: every write to a processing area needs it."""
+    got = q.acquire(shard, member, ttl=60)
+    assert isinstance(got, Lease), f"shard {shard} is held: {got}"
+    return got
+
+
+_HELD: dict[tuple[str, int], Lease] = {}
+
+
+def held_lease(q, shard: int) -> Lease:
+    """This test's lease of the shard, taken once and reused as a server thread does (Redis is
+    flushed between tests: a grant Redis no longer knows is replaced)."""
+    current = _HELD.get((q.keys.queue_name, shard))
+    if current is None or q.client.hget(current.keys.lease_hash, "grant") != current.grant.encode():
+        current = _HELD[(q.keys.queue_name, shard)] = lease(q, shard)
+    return current
+
+
 def take(job_id: str, worker: type[lowkiq.Worker] = OrdersWorker, limit: int = 100) -> list[Job]:
     """Move the ready jobs of ``job_id``'s shard into processing."""
     q = queue(worker)
-    return q.ack_and_take(None, (q.shard_of(job_id), limit)).jobs
+    return q.ack_and_take(None, (held_lease(q, q.shard_of(job_id)), limit)).jobs
 
 
 def fail(job_id: str, next_perform_in: float, error: bytes = b"boom", worker: type[lowkiq.Worker] = OrdersWorker):
     q = queue(worker)
-    return q.fail(q.shard_of(job_id), [(job_id, next_perform_in)], error, worker.max_retry_count)
+    return q.fail(held_lease(q, q.shard_of(job_id)), [(job_id, next_perform_in)], error, worker.max_retry_count).morgued
 
 
 def queued(job_id: str, worker: type[lowkiq.Worker] = OrdersWorker) -> Job | None:

@@ -18,6 +18,7 @@ from typing import Iterator
 import pytest
 
 import lowkiq
+from queue_support import held_lease
 from redis_server import RedisServer, free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -89,8 +90,8 @@ def seeded(redis: RedisServer) -> Iterator[lowkiq.runtime.Runtime]:
     DeadWorker.perform_async([{"id": f"dead-{i}", "payload": {"n": i}} for i in range(5)])
     q = runtime.queue(DeadWorker)
     for shard in range(DeadWorker.shards_count):
-        taken = q.ack_and_take(None, (shard, 100))
-        q.fail(shard, [(j.id, time.time() + 3600) for j in taken.jobs], b"RuntimeError: broken", 25)
+        taken = q.ack_and_take(None, (held_lease(q, shard), 100))
+        q.fail(held_lease(q, shard), [(j.id, time.time() + 3600) for j in taken.jobs], b"RuntimeError: broken", 25)
     assert runtime.actions(DeadWorker).kill_failed() == 5
     SlowWorker.perform_async([{"id": i, "payload": i} for i in range(1500)])
     yield runtime

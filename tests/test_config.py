@@ -38,7 +38,11 @@ def test_environment_fallbacks_and_explicit_options_win():
         ({"threads": 3}, {}, r"unknown options \['threads'\]"),
         ({"threads_per_node": 0}, {}, "threads_per_node must be an int >= 1"),
         ({"number_of_nodes": 2, "node_number": 2}, {}, r"node_number must be in 0..1"),
-        ({"poll_interval": 0}, {}, "poll_interval must be > 0"),
+        ({"poll_interval": 0}, {}, "poll_interval must be a number > 0"),
+        ({"lease_ttl": 1}, {}, "lease_ttl must be a number of seconds >= 2"),
+        ({"lease_ttl": 2, "heartbeat_interval": 1}, {}, r"heartbeat_interval \(1\) must be at most lease_ttl / 3"),
+        ({"crash_limit": 0}, {}, "crash_limit must be an int >= 1"),
+        ({}, {"LOWKIQ_LEASE_TTL": "soon"}, "LOWKIQ_LEASE_TTL='soon' is not a valid lease_ttl"),
         ({}, {"LOWKIQ_THREADS_PER_NODE": "many"}, "LOWKIQ_THREADS_PER_NODE='many' is not a valid threads_per_node"),
         ({"workers": [object]}, {}, "workers must be lowkiq.Worker subclasses"),
         ({"workers": A}, {}, "workers must be a list"),
@@ -104,4 +108,49 @@ def test_every_key_a_script_touches_is_in_its_shards_hash_slot():
         assert all(k.startswith("lowkiq:v1:{orders:eu:") for k in shard.all())
         slots |= shard_slots
     assert len(slots) > 12  # shards spread over the cluster
-    assert len(set(ShardKeys("q", 0).all())) == 11
+    assert len(set(ShardKeys("q", 0).all())) == 14
+
+
+def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
+    import re
+    from importlib import resources
+
+    from lowkiq.queue.keys import SCRIPT_KEYS, lua_prelude
+
+    names = [name for name, _ in SCRIPT_KEYS]
+    folder = resources.files("lowkiq.queue.scripts")
+    used = set()
+    for entry in folder.iterdir():
+        if entry.name.endswith(".lua"):
+            text = entry.read_text(encoding="utf-8")
+            assert "KEYS[" not in text or entry.name.startswith("member_"), f"{entry.name} indexes KEYS itself"
+            used |= set(re.findall(r"\bK_[A-Z_]+\b", text))
+    assert used == set(names)
+    assert lua_prelude().splitlines()[0] == "local K_READY = KEYS[1]"
+    assert ShardKeys("q", 0).all()[names.index("K_LEASE")] == ShardKeys("q", 0).lease_hash
+
+
+def test_every_option_of_the_table_is_in_the_readme_and_the_command_line_help():
+    from pathlib import Path
+
+    from lowkiq.cli import parser
+    from lowkiq.options import OPTIONS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    table = readme[readme.index("## Configuration"):readme.index("## Redis")]
+    help_text = parser().format_help()
+    for option in OPTIONS:
+        assert f"`{option.name}`" in table, option.name
+        assert option.env is None or f"`{option.env}`" in table, option.env
+        if option.flag:
+            assert option.flag in help_text and f"[{option.env}]" in help_text.replace("\n", " ").replace("  ", " ")
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("LOWKIQ_THREADS_PER_NODE", "5 "), ("LOWKIQ_THREADS_PER_NODE", "5.0"), ("LOWKIQ_THREADS_PER_NODE", ""),
+    ("LOWKIQ_POLL_INTERVAL", "nan"), ("LOWKIQ_POLL_INTERVAL", "inf"), ("LOWKIQ_POLL_INTERVAL", "1s"),
+    ("LOWKIQ_SCHEDULER", "LAG"), ("LOWKIQ_MEMBER_NAME", " pod"),
+])
+def test_environment_values_are_parsed_strictly_and_errors_name_the_variable(variable, value):
+    with pytest.raises(ValueError, match=f"environment variable {variable}="):
+        build_settings({}, environ={variable: value})

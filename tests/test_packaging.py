@@ -1,21 +1,31 @@
-"""The wheel holds lowkiq, lowkiq.webui with its templates and static files, and nothing else at top level."""
+"""The package as built and as developed.
 
+The wheel holds lowkiq and lowkiq.webui with its templates and static files, and nothing
+else at top level; installed in an empty directory, it serves the console. The source tree,
+installed editable, imports and serves it the same way.
+"""
+
+import os
 import subprocess
 import sys
+import time
+import urllib.request
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import pytest
+
+from redis_server import free_port
+from wheel_support import ROOT, installed, installed_env, wheel
+
+pytestmark = pytest.mark.slow
+# Where lowkiq.webui's blueprint module, templates and static files are found.
+WHERE = ("import sys, lowkiq.webui; b = sys.modules['lowkiq.webui.blueprint']; "
+         "print(b.__file__, b.bp.template_folder, b.bp.static_folder)")
 
 
-def test_wheel_contents(tmp_path):
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
-        check=True,
-        cwd=tmp_path,
-    )
-    (wheel,) = tmp_path.glob("lowkiq-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+def test_wheel_contents():
+    names = zipfile.ZipFile(wheel()).namelist()
     top_level = {n.split("/")[0] for n in names}
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"lowkiq"}
     assert "lowkiq/__init__.py" in names
@@ -24,3 +34,63 @@ def test_wheel_contents(tmp_path):
     assert any(n.startswith("lowkiq/webui/templates/lowkiq/") and n.endswith(".html") for n in names)
     assert any(n.startswith("lowkiq/webui/static/") and n.endswith("htmx.min.js") for n in names)
     assert not any(n.startswith(("tests/", "bench/", "webui/", "templates/", "static/")) for n in names)
+    # Every package of the source tree made it in (setup.cfg lists them one by one).
+    for init in (ROOT / "lowkiq").rglob("__init__.py"):
+        assert init.relative_to(ROOT).as_posix() in names, f"setup.cfg does not list the package {init.parent}"
+
+
+def test_wheel_requires_the_console_server():
+    metadata = zipfile.ZipFile(wheel()).read(next(n for n in zipfile.ZipFile(wheel()).namelist()
+                                                  if n.endswith(".dist-info/METADATA"))).decode()
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert any(r.startswith("gunicorn") and "extra ==" not in r for r in requires), requires
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return reply.status, reply.read()
+
+
+def _serve_and_check(cwd: Path, env: dict[str, str], redis_url: str) -> None:
+    port = free_port()
+    env = {**env, "LOWKIQ_REDIS_URL": redis_url}
+    console = subprocess.Popen([sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
+                                "lowkiq.webui:create_app()"], cwd=cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert console.poll() is None, console.stdout.read()
+            try:
+                status, page = _get(f"http://127.0.0.1:{port}/")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the console never answered"
+                time.sleep(0.2)
+        assert status == 200 and b"Dashboard" in page
+        for asset in ("lowkiq.css", "htmx.min.js"):
+            assert f"/lowkiq-static/{asset}".encode() in page
+            status, body = _get(f"http://127.0.0.1:{port}/lowkiq-static/{asset}")
+            assert status == 200 and body == (ROOT / "static" / asset).read_bytes()
+    finally:
+        console.terminate()
+        console.wait(30)
+
+
+def test_the_installed_wheel_serves_the_console_from_an_empty_directory(tmp_path, redis_url):
+    env = installed_env()
+    where = subprocess.run([sys.executable, "-c", WHERE],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
+    site = installed()
+    assert where == [str(site / "lowkiq/webui/blueprint.py"), str(site / "lowkiq/webui/templates"),
+                     str(site / "lowkiq/webui/static")]
+    _serve_and_check(tmp_path, env, redis_url)
+
+
+def test_the_source_tree_serves_the_console_from_the_repository_root(redis_url):
+    # An editable install (make install, pip install -e .) maps webui/, templates/ and static/
+    # into lowkiq.webui: from the repository root, where lowkiq/ itself is first on sys.path.
+    where = subprocess.run([sys.executable, "-c", WHERE],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert where == [str(ROOT / "webui/blueprint.py"), str(ROOT / "templates"), str(ROOT / "static")]
+    _serve_and_check(ROOT, dict(os.environ), redis_url)

@@ -176,3 +176,135 @@ def test_huge_score_and_broken_unicode_id_name_the_job(r):
     with pytest.raises(ValueError, match="job 0: id .* is not valid UTF-8"):
         OrdersWorker.perform_async([{"id": "bad\udc80"}])
     assert r.dbsize() == 0
+
+
+class Versions(lowkiq.Worker):
+    shards_count = 2
+    max_payloads_per_id = 10_000
+
+
+def test_default_score_and_perform_in_come_from_the_redis_servers_clock(configure, r):
+    """Producers on hosts whose clocks disagree still agree: the push script reads Redis's TIME."""
+    from lowkiq.jobs import prepare
+    from lowkiq.serializers import dump_json
+
+    configure(workers=[Versions])
+    q = lowkiq.current().queue(Versions)
+
+    def redis_now() -> float:
+        seconds, micros = r.time()
+        return seconds + micros / 1e6
+
+    before = redis_now()
+    # A burst bigger than one push script: 5,000 versions of one id, in the order given.
+    q.push(prepare([{"id": "x", "payload": v} for v in range(5000)], now=None, dump_payload=dump_json))
+    after = redis_now()
+    job = lowkiq.current().queries(Versions).job("x")
+    assert before <= job.perform_in <= after
+    assert [p for p, _ in job.payloads] == list(range(5000))
+    scores = [s for _, s in job.payloads]
+    assert scores == sorted(scores) and len(set(scores)) == 5000 and before <= scores[0] <= scores[-1] <= after + 1
+
+
+def test_a_later_call_without_scores_orders_after_an_earlier_one_whatever_the_producers_clock(configure, r, monkeypatch):
+    import time as time_module
+
+    runtime = configure(workers=[OrdersWorker])
+    runtime.clock = time_module.time  # the real clock: defaults are Redis's
+    OrdersWorker.perform_async([{"id": "y", "payload": "v1"}])
+    real = time_module.time
+    monkeypatch.setattr(time_module, "time", lambda: real() - 3600)  # this host's clock is an hour behind
+    runtime.clock = time_module.time
+    OrdersWorker.perform_async([{"id": "y", "payload": "v2"}])
+    job = lowkiq.current().queries(OrdersWorker).job("y")
+    assert [p for p, _ in job.payloads] == ["v1", "v2"]
+
+
+class Capped(lowkiq.Worker):
+    shards_count = 2
+    max_payloads_per_id = 3
+
+
+class Strict(lowkiq.Worker):
+    shards_count = 2
+    max_payloads_per_id = 3
+    payload_overflow = "reject"
+
+
+def test_past_max_payloads_per_id_the_oldest_payloads_are_dropped_and_counted(configure, r):
+    configure(workers=[Capped])
+    Capped.perform_async([{"id": "a", "payload": v, "score": v} for v in range(5)])
+    Capped.perform_async([{"id": "a", "payload": 9, "score": 9}, {"id": "b", "payload": 1}])
+    job = lowkiq.current().queries(Capped).job("a")
+    assert [p for p, _ in job.payloads] == [3, 4, 9]
+    shard = Capped.keys().shard(lowkiq.current().queue(Capped).shard_of("a"))
+    assert r.hget(shard.counters_hash, "dropped") == b"3"
+
+
+def test_with_the_reject_policy_an_id_past_the_limit_raises_and_nothing_of_its_slice_is_written(configure, r):
+    configure(workers=[Strict])
+    Strict.perform_async([{"id": "a", "payload": v, "score": v} for v in range(3)])
+    before = snapshot(r)
+    with pytest.raises(Exception, match=r"PAYLOAD_LIMIT id a would hold 4 payloads; the limit is 3"):
+        Strict.perform_async([{"id": "a", "payload": 7, "score": 7}])
+    assert snapshot(r) == before
+
+
+def test_a_worker_with_a_bad_payload_limit_or_policy_is_refused_at_definition():
+    with pytest.raises(ValueError, match="max_payloads_per_id must be a positive int"):
+        type("Bad", (lowkiq.Worker,), {"max_payloads_per_id": 0})
+    with pytest.raises(ValueError, match="payload_overflow must be one of drop_oldest, reject"):
+        type("Bad", (lowkiq.Worker,), {"payload_overflow": "ignore"})
+
+
+def test_adding_a_payload_to_an_id_at_its_limit_costs_what_it_costs_below_it(configure, r):
+    """One id that held 300,000 payloads made each new one cost 625 ms in Redis; the limit bounds it."""
+    configure(workers=[OrdersWorker])
+    OrdersWorker.perform_async([{"id": "hot", "payload": v, "score": v} for v in range(50_000)])
+    job = lowkiq.current().queries(OrdersWorker).job("hot")
+    assert len(job.payloads) == OrdersWorker.max_payloads_per_id
+    r.config_resetstat()
+    for v in range(50_000, 50_020):
+        OrdersWorker.perform_async([{"id": "hot", "payload": v, "score": v}])
+    usec = r.info("commandstats")["cmdstat_evalsha"]["usec_per_call"]
+    assert usec < 5_000, f"{usec:.0f} µs per push at the limit"
+
+
+@pytest.mark.parametrize("bad_id", ["twin\x00", "a\rb", "line\n", "tab\there", "bell\x07", "del\x7f", "\x1b[31m"])
+def test_ids_with_control_characters_are_rejected_naming_the_job_and_nothing_is_written(r, bad_id):
+    """A NUL or a CR LF would not survive an HTML form: ticking 'twin\\x00' posted 'twin\\ufffd'."""
+    with pytest.raises(ValueError, match=r"job 1: id .* contains the control character"):
+        OrdersWorker.perform_async([{"id": "fine"}, {"id": bad_id}])
+    assert r.dbsize() == 0
+
+
+def test_printable_unicode_ids_pass_the_control_character_check():
+    ids = ["заказ 1", "a\u00a0b", "emoji-✓", "a\u2028b", "c\x85d"]  # isprintable() is False for some: not controls
+    OrdersWorker.perform_async([{"id": i} for i in ids])
+    assert sorted(j.id for j in queries().enqueued("id", limit=10).rows) == sorted(ids)
+
+
+def test_an_int_id_too_long_for_text_and_a_payload_nested_too_deeply_name_the_job(r):
+    with pytest.raises(ValueError, match="job 1: id is an int of .* too long"):
+        OrdersWorker.perform_async([{"id": 1}, {"id": 10**5000}])
+    nested: list = []
+    for _ in range(100_000):
+        nested = [nested]
+    with pytest.raises(ValueError, match=r"job 2 \(id '3'\): payload cannot be serialized: it is nested too deeply"):
+        OrdersWorker.perform_async([{"id": 1}, {"id": 2}, {"id": 3, "payload": nested}])
+    assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize("name", ["a/b", "a..b", "has space", "new\nline", "soh\x01", "q?x", "frag#x", "pct%41", ".hidden"])
+def test_worker_and_queue_names_that_would_break_urls_are_refused_at_definition(name):
+    with pytest.raises(ValueError, match="worker name .* may hold only"):
+        type(name, (lowkiq.Worker,), {})
+    with pytest.raises(ValueError, match=r"Fine.queue_name .* may hold only"):
+        type("Fine", (lowkiq.Worker,), {"queue_name": name})
+
+
+@pytest.mark.parametrize("count", [0, 4097, 200_000, True, "5"])
+def test_shards_count_is_bounded_at_definition(count):
+    with pytest.raises(ValueError, match=r"Bad.shards_count must be a positive int, at most 4096"):
+        type("Bad", (lowkiq.Worker,), {"shards_count": count})
+    assert type("Wide", (lowkiq.Worker,), {"shards_count": 4096}).shards_count == 4096

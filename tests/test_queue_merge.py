@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from queue_support import OrdersWorker, actions, fail, queue, queued, take
+from queue_support import OrdersWorker, actions, fail, held_lease, queue, queued, take
 
 T = 1_700_000_000.0
 
@@ -116,7 +116,7 @@ def test_lower_score_wins_through_every_path(clock):
 def test_payloads_with_equal_scores_are_all_kept():
     OrdersWorker.perform_async([{"id": 1, "payload": p, "score": 1} for p in ("c", "a", "b")])
     assert sorted(p for p, _ in queued("1").payloads) == ["a", "b", "c"]
-    assert len(queue().ack_and_take(None, (queue().shard_of("1"), 1)).jobs[0].payloads) == 3
+    assert len(queue().ack_and_take(None, (held_lease(queue(), queue().shard_of("1")), 1)).jobs[0].payloads) == 3
 
 
 @pytest.mark.parametrize("seed", range(5))

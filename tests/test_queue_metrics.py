@@ -3,7 +3,7 @@
 import pytest
 
 from lowkiq.queue.metrics import queue_metrics
-from queue_support import OrdersWorker, RoundTrips, actions, fail, queue, take
+from queue_support import OrdersWorker, RoundTrips, actions, fail, held_lease, queue, take
 
 import lowkiq
 
@@ -29,12 +29,12 @@ def test_empty_queues(clock):
 def test_every_metric(clock, monkeypatch):
     q = queue()
     # Each state is set up while its job is the only ready one of its shard.
-    take_only = lambda job_id: q.ack_and_take(None, (q.shard_of(job_id), 1)).jobs  # noqa: E731
+    take_only = lambda job_id: q.ack_and_take(None, (held_lease(q, q.shard_of(job_id)), 1)).jobs  # noqa: E731
     OrdersWorker.perform_async([{"id": "retry"}])
     take_only("retry")
     fail("retry", clock.now + 30)
     OrdersWorker.perform_async([{"id": "done"}])
-    q.ack_and_take((q.shard_of("done"), [j.id for j in take_only("done")]), None)
+    q.ack_and_take((held_lease(q, q.shard_of("done")), [j.id for j in take_only("done")]), None)
     OrdersWorker.perform_async([{"id": "dead"}])
     for _ in range(OrdersWorker.max_retry_count + 1):
         take_only("dead")

@@ -4,7 +4,7 @@ import pytest
 
 import lowkiq
 from lowkiq.queue.queries import Cursor
-from queue_support import OrdersWorker, RoundTrips, fail, queue
+from queue_support import OrdersWorker, RoundTrips, fail, held_lease, queue
 
 
 class Many(lowkiq.Worker):
@@ -78,15 +78,15 @@ def test_by_retry_count_puts_fresh_jobs_first(clock):
     q = lowkiq.current().queue(Many)
     for job_id in ("b", "d"):
         shard = q.shard_of(job_id)
-        taken = q.ack_and_take(None, (shard, 100)).jobs
-        q.fail(shard, [(j.id, clock.now + 60) for j in taken if j.id == job_id], b"e", 5)
-        q.restore([shard])
+        taken = q.ack_and_take(None, (held_lease(q, shard), 100)).jobs
+        q.fail(held_lease(q, shard), [(j.id, clock.now + 60) for j in taken if j.id == job_id], b"e", 5)
+        q.restore(held_lease(q, shard))
     # "d" fails twice
     shard = q.shard_of("d")
     clock.advance(100)
-    taken = q.ack_and_take(None, (shard, 100)).jobs
-    q.fail(shard, [(j.id, clock.now + 60) for j in taken if j.id == "d"], b"e", 5)
-    q.restore([shard])
+    taken = q.ack_and_take(None, (held_lease(q, shard), 100)).jobs
+    q.fail(held_lease(q, shard), [(j.id, clock.now + 60) for j in taken if j.id == "d"], b"e", 5)
+    q.restore(held_lease(q, shard))
     rows = queries().enqueued("retry_count", limit=100).rows
     assert [(j.id, j.retry_count) for j in rows] == [("a", -1), ("c", -1), ("b", 0), ("d", 1)]
     assert ids(queries().enqueued("retry_count", desc=True)) == ["d", "b", "c", "a"]
@@ -102,8 +102,8 @@ def test_morgue_by_id_and_updated_at(clock):
         Many.perform_async([{"id": job_id, "payload": {"n": n}}])
         for _ in range(Many.max_retry_count + 1):
             shard = q.shard_of(job_id)
-            q.ack_and_take(None, (shard, 10))
-            q.fail(shard, [(job_id, clock.now)], f"err {job_id}".encode(), Many.max_retry_count)
+            q.ack_and_take(None, (held_lease(q, shard), 10))
+            q.fail(held_lease(q, shard), [(job_id, clock.now)], f"err {job_id}".encode(), Many.max_retry_count)
     m = queries()
     assert ids(m.morgue("id")) == ["m1", "m2", "m3"]
     assert ids(m.morgue("id", desc=True)) == ["m3", "m2", "m1"]
@@ -131,7 +131,7 @@ def test_a_page_is_two_round_trips_whatever_the_size(jobs, monkeypatch):
 def test_busy_lists_processing_jobs_with_their_data(clock):
     Many.perform_async([{"id": "x", "payload": "p", "score": 3}])
     q = lowkiq.current().queue(Many)
-    q.ack_and_take(None, (q.shard_of("x"), 5))
+    q.ack_and_take(None, (held_lease(q, q.shard_of("x")), 5))
     (job,) = queries().busy()
     assert (job.id, job.payloads, job.retry_count, job.perform_in) == ("x", [("p", 3.0)], -1, clock.now)
     assert queries().busy_job("x") == job

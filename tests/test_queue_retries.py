@@ -2,7 +2,7 @@
 
 import pytest
 
-from queue_support import OrdersWorker, actions, fail, queries, queue, queued, take
+from queue_support import OrdersWorker, actions, fail, held_lease, queries, queue, queued, take
 
 
 @pytest.fixture(autouse=True)
@@ -45,14 +45,14 @@ def test_take_hands_out_earliest_perform_in_first_and_only_ready_jobs(clock):
     OrdersWorker.perform_async([{"id": "c", "perform_in": clock.now + 50}])
     q = queue()
     same_shard = [i for i in ("a", "b", "c") if q.shard_of(i) == q.shard_of("b")]
-    taken = q.ack_and_take(None, (q.shard_of("b"), 10))
+    taken = q.ack_and_take(None, (held_lease(q, q.shard_of("b")), 10))
     assert [j.id for j in taken.jobs] == [i for i in ("b", "a") if i in same_shard]
 
 
 def test_take_respects_the_limit_and_reports_the_next_due_job(clock):
     ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 0][:5]
     OrdersWorker.perform_async([{"id": i, "perform_in": clock.now - 10 + n} for n, i in enumerate(ids)])
-    taken = queue().ack_and_take(None, (0, 2))
+    taken = queue().ack_and_take(None, (held_lease(queue(), 0), 2))
     assert [j.id for j in taken.jobs] == ids[:2]
     assert taken.next_perform_in == clock.now - 10 + 2
     assert len(queries().busy()) == 2
@@ -62,10 +62,11 @@ def test_ack_counts_processed_and_clears_processing(clock):
     ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 1][:3]
     OrdersWorker.perform_async([{"id": i} for i in ids])
     q = queue()
-    first = q.ack_and_take(None, (1, 2))
-    second = q.ack_and_take((1, [j.id for j in first.jobs]), (1, 2))
+    lease = held_lease(q, 1)
+    first = q.ack_and_take(None, (lease, 2))
+    second = q.ack_and_take((lease, [j.id for j in first.jobs]), (lease, 2))
     assert [j.id for j in second.jobs] == ids[2:]
-    assert q.ack_and_take((1, [j.id for j in second.jobs]), (1, 2)).jobs == []
+    assert q.ack_and_take((lease, [j.id for j in second.jobs]), (lease, 2)).jobs == []
     assert queries().busy() == []
     from lowkiq.queue.metrics import queue_metrics
 
@@ -79,9 +80,10 @@ def test_ack_on_one_shard_and_take_on_another_in_one_round_trip(clock, monkeypat
     b = next(str(i) for i in range(99) if queue().shard_of(str(i)) == 2)
     OrdersWorker.perform_async([{"id": a}, {"id": b}])
     q = queue()
-    q.ack_and_take(None, (0, 1))
+    first, second = held_lease(q, 0), held_lease(q, 2)
+    q.ack_and_take(None, (first, 1))
     trips = RoundTrips(monkeypatch)
-    taken = q.ack_and_take((0, [a]), (2, 1))
+    taken = q.ack_and_take((first, [a]), (second, 1))
     assert trips.count == 1
     assert [j.id for j in taken.jobs] == [b]
     assert [j.id for j in queries().busy()] == [b]
@@ -134,8 +136,8 @@ def test_fail_counts_failed_and_every_job_of_the_batch(clock):
     ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 0][:4]
     OrdersWorker.perform_async([{"id": i} for i in ids])
     q = queue()
-    taken = q.ack_and_take(None, (0, 10))
-    q.fail(0, [(j.id, clock.now + 30) for j in taken.jobs], b"batch failed", 3)
+    taken = q.ack_and_take(None, (held_lease(q, 0), 10))
+    q.fail(held_lease(q, 0), [(j.id, clock.now + 30) for j in taken.jobs], b"batch failed", 3)
     assert all(queued(i).retry_count == 0 and queued(i).error == "batch failed" for i in ids)
     from lowkiq.queue.metrics import queue_metrics
 
@@ -150,7 +152,7 @@ def test_restore_moves_processing_back_with_its_own_schedule(clock):
     assert job.retry_count == 0 and job.error == "earlier"
     # The process dies mid-perform; meanwhile a new version arrives.
     OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 2, "perform_in": clock.now + 500}])
-    assert queue().restore() == 1
+    assert queue().restore(held_lease(queue(), queue().shard_of("1"))) == 1
     back = queued("1")
     assert back.payloads == [("v1", 1.0), ("v2", 2.0)]
     assert (back.retry_count, back.perform_in, back.error) == (0, job.perform_in, "earlier")
@@ -161,8 +163,8 @@ def test_restore_of_selected_shards_only(clock):
     ids = {s: next(str(i) for i in range(99) if queue().shard_of(str(i)) == s) for s in range(3)}
     OrdersWorker.perform_async([{"id": i} for i in ids.values()])
     for s in range(3):
-        queue().ack_and_take(None, (s, 5))
-    assert queue().restore([0, 2]) == 2
+        queue().ack_and_take(None, (held_lease(queue(), s), 5))
+    assert queue().restore(held_lease(queue(), 0)) + queue().restore(held_lease(queue(), 2)) == 2
     assert [j.id for j in queries().busy()] == [ids[1]]
 
 
@@ -171,6 +173,6 @@ def test_queue_cleanup_leaves_no_keys_behind(r, clock):
     (job,) = take("1")
     fail("1", clock.now, b"e")
     take("1")
-    queue().ack_and_take((queue().shard_of("1"), ["1"]), None)
+    queue().ack_and_take((held_lease(queue(), queue().shard_of("1")), ["1"]), None)
     leftover = sorted(k.decode() for k in r.keys("*"))
-    assert [k for k in leftover if not k.endswith((":counters", ":registry"))] == []
+    assert [k for k in leftover if not k.endswith((":counters", ":registry", ":lease"))] == []

@@ -4,7 +4,7 @@ import pytest
 import redis
 
 from lowkiq.queue import lua
-from queue_support import OrdersWorker, RoundTrips, queue, queries
+from queue_support import OrdersWorker, RoundTrips, held_lease, queue, queries
 
 
 @pytest.fixture(autouse=True)
@@ -26,15 +26,16 @@ def test_one_round_trip_per_batch_on_one_connection(monkeypatch):
     q = queue()
     wire = lua.Wire(q.client)
     wire.call("range", OrdersWorker.keys().shard(0), RANGE_ALL)  # connect and load scripts
+    lease = held_lease(q, 0)
     trips = RoundTrips(monkeypatch)
     taken, ack = [], None
     for _ in range(4):
-        t = q.ack_and_take(ack, (0, 1), wire=wire)
+        t = q.ack_and_take(ack, (lease, 1), wire=wire)
         taken += [j.id for j in t.jobs]
-        ack = (0, [j.id for j in t.jobs])
+        ack = (lease, [j.id for j in t.jobs])
     assert trips.count == 4
     assert sorted(taken) == sorted(ids)
-    assert q.ack_and_take(ack, (0, 1), wire=wire).jobs == []
+    assert q.ack_and_take(ack, (lease, 1), wire=wire).jobs == []
     assert queries().busy() == []
     wire.close()
 
@@ -43,9 +44,10 @@ def test_scripts_flushed_from_redis_are_loaded_again(r):
     OrdersWorker.perform_async([{"id": i} for i in ids_in_shard(1, 2)])
     q = queue()
     wire = lua.Wire(q.client)
-    assert len(q.ack_and_take(None, (1, 1), wire=wire).jobs) == 1
+    lease = held_lease(q, 1)
+    assert len(q.ack_and_take(None, (lease, 1), wire=wire).jobs) == 1
     r.script_flush()
-    assert len(q.ack_and_take(None, (1, 1), wire=wire).jobs) == 1
+    assert len(q.ack_and_take(None, (lease, 1), wire=wire).jobs) == 1
     r.script_flush()
     # both jobs of shard 1 are in processing now: none is left to list
     assert lua.run_many(q.client, [("range", OrdersWorker.keys().shard(1), RANGE_ALL)]) == [[]]
@@ -57,11 +59,12 @@ def test_a_dropped_connection_is_reported_and_the_next_call_reconnects(r):
     OrdersWorker.perform_async([{"id": i} for i in ids])
     q = queue()
     wire = lua.Wire(q.client)
-    q.ack_and_take(None, (2, 1), wire=wire)
+    lease = held_lease(q, 2)
+    q.ack_and_take(None, (lease, 1), wire=wire)
     r.client_kill_filter(_type="normal", skipme=True)
     with pytest.raises(redis.ConnectionError):
-        q.ack_and_take(None, (2, 1), wire=wire)
-    assert [j.id for j in q.ack_and_take(None, (2, 1), wire=wire).jobs] == ids[1:]
+        q.ack_and_take(None, (lease, 1), wire=wire)
+    assert [j.id for j in q.ack_and_take(None, (lease, 1), wire=wire).jobs] == ids[1:]
     wire.close()
 
 

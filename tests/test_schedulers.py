@@ -13,6 +13,7 @@ from lowkiq.config import build_settings
 from lowkiq.processor import Processor
 from lowkiq.schedulers import Lag, SchedulerContext, Seq
 from lowkiq.splitters import Shard
+from queue_support import held_lease
 
 
 class Blank(lowkiq.Worker):
@@ -155,7 +156,10 @@ def drain_with_one_thread(runtime, shards, expected) -> tuple[int, int]:
     pool = redis.BlockingConnectionPool.from_url(runtime.redis_url, max_connections=2,
                                                  connection_class=CountingConnection)
     runtime.new_client = lambda size: redis.Redis(connection_pool=pool)
-    processor = Processor(0, [Shard(Counting, s.index) for s in shards], runtime, stop, lambda e, p: None)
+    processor = Processor(0, runtime, stop, lambda e, p: None)
+    queue = runtime.queue(Counting)
+    for s in shards:
+        processor.give(held_lease(queue, s.index))
     CountingConnection.sent = 0
     processor.run()
     return CountingConnection.sent, len(done)

@@ -25,14 +25,15 @@ def reset():
     Noted.done = []
 
 
-def test_restore_and_on_server_init_happen_before_threads_take_jobs(configure):
+def test_on_server_init_happens_before_threads_take_jobs_and_a_dead_owners_batch_comes_back(configure):
     events = []
     runtime = configure(workers=[Noted], on_server_init=lambda: events.append(("init", list(Noted.done))),
-                        poll_interval=0.05)
+                        poll_interval=0.05, heartbeat_interval=0.2, settle=0.2, lease_ttl=2)
     runtime.clock = __import__("time").time
     Noted.perform_async([{"id": 1}])
     q = runtime.queue(Noted)
-    q.ack_and_take(None, (q.shard_of("1"), 10))  # a previous process died with id 1 in processing
+    dead = q.acquire(q.shard_of("1"), "a-process-that-died", ttl=1)
+    q.ack_and_take(None, (dead, 10))  # it died with id 1 in processing
     server = Server(runtime)
     thread = threading.Thread(target=lambda: events.append(("exit", server.run(handle_signals=False))))
     thread.start()
@@ -115,6 +116,6 @@ def test_broken_retry_in_and_format_error_fall_back_to_the_defaults(configure, c
     server.shutdown()
     thread.join(10)
     assert exits == [0]
-    assert job.retry_count == 0 and job.error == "the real failure"
+    assert job.retry_count == 0 and job.error == "RuntimeError: the real failure"  # the default format
     assert 15 <= job.perform_in - __import__("time").time() <= 15 + 29 + 1  # the default retry_in(0)
     assert "Broken.retry_in failed" in caplog.text and "format_error failed" in caplog.text

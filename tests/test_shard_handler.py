@@ -9,7 +9,7 @@ import pytest
 import lowkiq
 from lowkiq.queue.lua import Wire
 from lowkiq.shard_handler import ShardHandler, StopProcess
-from lowkiq.splitters import Shard
+from queue_support import held_lease
 
 
 class Orders(lowkiq.Worker):
@@ -41,7 +41,7 @@ def runtime(configure):
 def handler(runtime, **options) -> ShardHandler:
     if options:
         runtime = lowkiq.configure(redis_url=runtime.settings.redis_url, workers=[Orders], **options)
-    return ShardHandler(Shard(Orders, 0), Orders(), runtime.queue(Orders), runtime.settings,
+    return ShardHandler(held_lease(runtime.queue(Orders), 0), Orders(), runtime.queue(Orders), runtime.settings,
                         Wire(runtime.client), clock=lambda: 1000.0)
 
 
@@ -100,11 +100,11 @@ def test_an_exception_retries_every_job_of_the_batch_with_retry_in(runtime, capl
     q = runtime.queries(Orders)
     for job_id in ("1", "2"):
         job = q.job(job_id)
-        assert (job.retry_count, job.perform_in, job.error) == (0, 1000.0 + 10, "db down")
+        assert (job.retry_count, job.perform_in, job.error) == (0, 1000.0 + 10, "ValueError: db down")
     assert runtime.client.hget(Orders.keys().shard(0).counters_hash, "failed") == b"2"
     assert "Orders shard 0: ids [" in caplog.text and "db down" in caplog.text
     # the second failure uses retry_in(1)
-    h2 = ShardHandler(h.shard, h.worker, h.queue, h.settings, h.wire, clock=lambda: 2000.0)
+    h2 = ShardHandler(h.lease, h.worker, h.queue, h.settings, h.wire, clock=lambda: 2000.0)
     h2.perform(h2.take(None))
     assert q.job("1").retry_count == 1 and q.job("1").perform_in == 2000.0 + 20
 
@@ -131,7 +131,7 @@ def test_after_max_retry_count_the_oldest_payload_goes_to_the_morgue_and_the_hoo
         clock[0] += 100
         runtime.actions(Orders).perform_all_now()
     dead = runtime.queries(Orders).morgue_job("1")
-    assert [p for p, _ in dead.payloads] == ["old"] and dead.error == "always"
+    assert [p for p, _ in dead.payloads] == ["old"] and dead.error == "RuntimeError: always"
     rest = runtime.queries(Orders).job("1")
     assert [p for p, _ in rest.payloads] == ["new"] and rest.retry_count == -1
     assert [[m.id for m in batch] for batch in Orders.exhausted] == [["1"]]
@@ -147,7 +147,8 @@ def test_a_raising_retries_exhausted_hook_is_logged_not_fatal(runtime, caplog):
 
     Orders.perform_async([{"id": 1}])
     Orders.error = RuntimeError("x")
-    h = ShardHandler(Shard(Hooked, 0), Hooked(), runtime.queue(Hooked), runtime.settings, None, clock=lambda: 5.0)
+    h = ShardHandler(held_lease(runtime.queue(Hooked), 0), Hooked(), runtime.queue(Hooked), runtime.settings, None,
+                     clock=lambda: 5.0)
     with caplog.at_level(logging.ERROR, logger="lowkiq.server"):
         for _ in range(2):  # retry_count -1 -> 0, then 1 == max_retry_count
             assert h.perform(h.take(None)) is None
@@ -188,3 +189,10 @@ def test_a_payload_that_cannot_be_loaded_fails_its_batch_instead_of_stopping_the
     assert isinstance(payload, lowkiq.jobs.UndecodablePayload) and payload.raw == b"\x80not json"
     assert "undecodable payload" in repr(payload)
     assert runtime.queries(Orders).job("1").payloads == [("fine", 1.0)]
+
+
+def test_the_default_error_names_the_exception_class():
+    from lowkiq.serializers import format_error
+
+    assert format_error(KeyError("customer_id")) == "KeyError: 'customer_id'"
+    assert format_error(RuntimeError()) == "RuntimeError"

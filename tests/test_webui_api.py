@@ -7,6 +7,7 @@ import json
 import pytest
 
 from queue_support import RoundTrips
+from queue_support import held_lease
 from webui_support import (  # noqa: F401 - fixtures
     MailerWorker,
     OrdersWorker,
@@ -76,8 +77,8 @@ def test_dashboard(client, runtime):
     fail(runtime, OrdersWorker, ["1"])
     OrdersWorker.perform_async([{"id": 2}, {"id": 3}])
     q = runtime.queue(OrdersWorker)
-    taken = q.ack_and_take(None, (q.shard_of("3"), 1))
-    q.ack_and_take((taken.shard, [j.id for j in taken.jobs]), None)
+    taken = q.ack_and_take(None, (held_lease(q, q.shard_of("3")), 1))
+    q.ack_and_take((held_lease(q, q.shard_of("3")), [j.id for j in taken.jobs]), None)
     data = client.get(API + "/dashboard").get_json()
     orders = next(q for q in data["queues"] if q["name"] == "OrdersWorker")
     assert orders == {
@@ -113,7 +114,7 @@ def test_morgue_list(client, runtime, clock):
 def test_busy_list(client, runtime):
     OrdersWorker.perform_async([{"id": "b"}])
     q = runtime.queue(OrdersWorker)
-    q.ack_and_take(None, (q.shard_of("b"), 5))
+    q.ack_and_take(None, (held_lease(q, q.shard_of("b")), 5))
     assert [j["id"] for j in client.get(W + "/busy").get_json()["jobs"]] == ["b"]
 
 

@@ -8,6 +8,7 @@ import redis
 from lowkiq.queue.metrics import FULL, STATS, MetricsReader, queue_metrics
 from queue_support import RoundTrips
 from webui_support import OrdersWorker, MailerWorker, app, client, fail, make_dead, runtime  # noqa: F401
+from queue_support import held_lease
 
 
 def seed(runtime, clock) -> None:
@@ -15,9 +16,9 @@ def seed(runtime, clock) -> None:
     OrdersWorker.perform_async([{"id": i, "perform_in": clock() - i} for i in range(20)])
     fail(runtime, OrdersWorker, ["3"])
     q = runtime.queue(OrdersWorker)
-    taken = q.ack_and_take(None, (q.shard_of("5"), 2))  # busy
-    other = q.ack_and_take(None, (q.shard_of("7"), 1))
-    q.ack_and_take((other.shard, [j.id for j in other.jobs]), None)  # processed
+    taken = q.ack_and_take(None, (held_lease(q, q.shard_of("5")), 2))  # busy
+    other = q.ack_and_take(None, (held_lease(q, q.shard_of("7")), 1))
+    q.ack_and_take((held_lease(q, q.shard_of("7")), [j.id for j in other.jobs]), None)  # processed
     MailerWorker.perform_async([{"id": "m", "perform_in": clock() + 50}])
     assert taken.jobs
 

@@ -98,7 +98,7 @@ def test_app_file_that_does_not_configure_is_a_clear_error(tmp_path, monkeypatch
     app_file = tmp_path / "empty.py"
     app_file.write_text("x = 1\n")
     monkeypatch.setattr(lowkiq.runtime, "_current", None)
-    with pytest.raises(RuntimeError, match="did not call lowkiq.configure"):
+    with pytest.raises(RuntimeError, match=r"empty.py does not configure lowkiq: it must call lowkiq.configure"):
         create_app(environ={"LOWKIQ_APP": str(app_file)})
     with pytest.raises(RuntimeError, match="no such file"):
         create_app(environ={"LOWKIQ_APP": str(tmp_path / "missing.py")})

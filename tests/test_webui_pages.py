@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from queue_support import held_lease
 from webui_support import (  # noqa: F401 - fixtures
     XSS,
     MailerWorker,
@@ -51,8 +52,8 @@ def test_chart_draws_rates_between_samples(client, runtime, clock):
     OrdersWorker.perform_async([{"id": i} for i in range(4)])
     q = runtime.queue(OrdersWorker)
     for shard in range(4):
-        taken = q.ack_and_take(None, (shard, 10))
-        q.ack_and_take((shard, [j.id for j in taken.jobs]), None)
+        taken = q.ack_and_take(None, (held_lease(q, shard), 10))
+        q.ack_and_take((held_lease(q, shard), [j.id for j in taken.jobs]), None)
     clock.advance(2)
     html = client.get("/lowkiq/_live").get_data(as_text=True)
     assert '<polyline class="line-processed"' in html
@@ -138,7 +139,7 @@ def test_worker_counts_fragment(client, runtime):
 def test_busy_lists_jobs_in_processing(client, runtime):
     OrdersWorker.perform_async([{"id": "working", "payload": {"k": "v"}}])
     q = runtime.queue(OrdersWorker)
-    q.ack_and_take(None, (q.shard_of("working"), 10))
+    q.ack_and_take(None, (held_lease(q, q.shard_of("working")), 10))
     html = client.get(W + "/busy").get_data(as_text=True)
     assert ">working</a>" in html and "&#34;k&#34;:&#34;v&#34;" in html
     assert "Nothing is being processed" in client.get("/lowkiq/workers/MailerWorker/busy").get_data(as_text=True)
@@ -162,7 +163,7 @@ def test_job_detail_of_a_dead_and_a_busy_job(client, runtime):
     assert 'id="job-morgue"' in html and "fatal" in html and "Requeue" in html
     OrdersWorker.perform_async([{"id": "b"}])
     q = runtime.queue(OrdersWorker)
-    q.ack_and_take(None, (q.shard_of("b"), 10))
+    q.ack_and_take(None, (held_lease(q, q.shard_of("b")), 10))
     assert 'id="job-busy"' in client.get(W + "/jobs/b").get_data(as_text=True)
 
 
@@ -246,11 +247,23 @@ def test_selection_without_ids_touches_nothing(client, runtime):
     assert counts(runtime, OrdersWorker) == (0, 1)
 
 
-def test_redirect_never_leaves_the_console(client, runtime):
+def test_redirect_never_leaves_the_console_and_a_bad_next_is_refused_before_acting(client, runtime):
+    """A CR LF in next ran the action, then answered 500; next is now checked first."""
+    make_dead(runtime, OrdersWorker, [{"id": 1}])
     token = csrf(client, W + "/morgue")
-    for target in ("https://evil.example/", "//evil.example/x", "/elsewhere", "javascript:alert(1)"):
-        done = client.post(W + "/perform_all_now", data={"csrf_token": token, "next": target})
-        assert done.headers["Location"] == W + "/enqueued", target
+    for target in ("https://evil.example/", "//evil.example/x", "/elsewhere", "javascript:alert(1)",
+                   W + "/morgue\r\nSet-Cookie: x=1", W + "/morgue\n", "/lowkiq/../elsewhere", "/lowkiq/\\evil.example",
+                   "/lowkiq\x00/"):
+        done = client.post(W + "/morgue/delete_all", data={"csrf_token": token, "next": target})
+        assert done.status_code == 400, target
+        assert "next must be a path under /lowkiq/" in done.get_data(as_text=True), target
+    assert counts(runtime, OrdersWorker) == (0, 1)
+    done = client.post(W + "/perform_all_now", data={"csrf_token": token})
+    assert done.headers["Location"] == W + "/enqueued"
+    inside = W + "/morgue?order_by=id&min=%C3%A9t%C3%A9"
+    done = client.post(W + "/morgue/delete_all", data={"csrf_token": token, "next": W + "/morgue?min=été"})
+    assert done.status_code == 303 and done.headers["Location"] == inside.replace("order_by=id&", "")
+    assert counts(runtime, OrdersWorker) == (0, 0)
 
 
 def test_get_never_changes_state(client, runtime):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
+
 from lowkiq.queue.keys import webui_secret_string
 from lowkiq.webui import create_app
 from webui_support import (  # noqa: F401 - fixtures
@@ -174,3 +176,140 @@ def test_json_bodies_are_not_sniffable_html(client, runtime):
     reply = client.get("/lowkiq/api/v1/workers/OrdersWorker/morgue")
     assert reply.mimetype == "application/json" and reply.headers["X-Content-Type-Options"] == "nosniff"
     assert json.loads(reply.data)["jobs"][0]["payloads"][0][0] == "<script>"
+
+
+# ---- CSRF bound to a browser session, origins ----------------------------------------------
+
+
+def test_a_cookie_the_console_did_not_sign_is_no_session(client, runtime):
+    """The cookie was a bare random value: one planted by a sibling site was trusted as is."""
+    make_dead(runtime, OrdersWorker, [{"id": 1}])
+    client.set_cookie("lowkiq_csrf", "planted", path="/lowkiq/")
+    page = client.get(W + "/morgue")
+    assert "lowkiq_csrf=" in page.headers.get("Set-Cookie", ""), "a planted cookie must be replaced"
+    issued = client.get_cookie("lowkiq_csrf", path="/lowkiq/").value
+    sid, _, signature = issued.partition(".")
+    assert sid and len(signature) == 64 and sid != "planted"
+    token = csrf(client, W + "/morgue")
+    client.set_cookie("lowkiq_csrf", f"{sid}.{'0' * 64}", path="/lowkiq/")  # right id, forged signature
+    assert client.post(W + "/morgue/delete_all", data={"csrf_token": token}).status_code == 403
+    client.set_cookie("lowkiq_csrf", issued, path="/lowkiq/")
+    assert client.post(W + "/morgue/delete_all", data={"csrf_token": token}).status_code == 303
+
+
+def test_in_a_host_with_sessions_logging_out_voids_the_token(runtime):
+    make_dead(runtime, OrdersWorker, [{"id": 1}])
+    app = host_app(SECRET_KEY="host-secret")
+
+    @app.post("/logout")
+    def logout():
+        from flask import session
+
+        session.clear()
+        return "bye"
+
+    client = app.test_client()
+    token = csrf(client, W + "/morgue")
+    assert client.get_cookie("lowkiq_csrf", path="/lowkiq/") is None  # the host's session holds it
+    client.post("/logout")
+    assert client.post(W + "/morgue/delete_all", data={"csrf_token": token}).status_code == 403
+    assert counts(runtime, OrdersWorker) == (0, 1)
+    fresh = csrf(client, W + "/morgue")
+    assert fresh != token
+    assert client.post(W + "/morgue/delete_all", data={"csrf_token": fresh}).status_code == 303
+
+
+def test_a_cross_origin_origin_header_is_refused_on_unsafe_requests(client, runtime):
+    """Sec-Fetch-Site was the only check: a browser that does not send it could post cross-site."""
+    make_dead(runtime, OrdersWorker, [{"id": 1}])
+    token = csrf(client, W + "/morgue")
+    for origin in ("https://evil.example", "null", "http://localhost.evil.example", "http://localhost:81", "garbage"):
+        form = client.post(W + "/morgue/delete_all", data={"csrf_token": token}, headers={"Origin": origin})
+        api = client.post("/lowkiq/api/v1/workers/OrdersWorker/morgue/delete_all", data="{}",
+                          content_type="application/json", headers={"Origin": origin})
+        assert form.status_code == 403 and api.status_code == 403, origin
+        assert api.get_json()["error"] == f"Cross-origin request refused (Origin: {origin})."
+    assert counts(runtime, OrdersWorker) == (0, 1)
+    same = client.post(W + "/morgue/delete_all", data={"csrf_token": token}, headers={"Origin": "http://localhost"})
+    assert same.status_code == 303
+
+
+def test_trusted_origins_are_accepted(runtime):
+    make_dead(runtime, OrdersWorker, [{"id": 1}])
+    client = host_app(LOWKIQ_WEB_TRUSTED_ORIGINS="https://ops.example.com").test_client()
+    reply = client.post("/lowkiq/api/v1/workers/OrdersWorker/morgue/delete_all", data="{}",
+                        content_type="application/json", headers={"Origin": "https://ops.example.com"})
+    assert reply.status_code == 200 and reply.get_json() == {"count": 1}
+
+
+# ---- every response of the standalone app carries the headers ---------------------------------
+
+
+def test_app_level_responses_carry_the_security_headers(redis_url, runtime):
+    """401, 404, 405 and 308 came from the app, not the blueprint, and lacked CSP and the rest."""
+    secured = create_app(environ={"LOWKIQ_REDIS_URL": redis_url, "LOWKIQ_WEB_PASSWORD": "p"}).test_client()
+    open_app = create_app(environ={"LOWKIQ_REDIS_URL": redis_url}).test_client()
+    replies = {
+        401: secured.get("/"),
+        404: open_app.get("/nothing/here"),
+        405: open_app.delete("/api/v1/stats"),
+        308: open_app.get("/api//v1/stats"),
+    }
+    for status, reply in replies.items():
+        assert reply.status_code == status
+        assert "default-src 'none'" in reply.headers["Content-Security-Policy"], status
+        assert "frame-ancestors 'none'" in reply.headers["Content-Security-Policy"], status
+        assert reply.headers["X-Content-Type-Options"] == "nosniff", status
+        assert reply.headers["Cache-Control"] == "no-store", status
+        assert reply.headers["X-Frame-Options"] == "DENY", status
+        assert reply.headers["Referrer-Policy"] == "same-origin", status
+    assert open_app.get("/api/v1/nothing").get_json() == {"error": "no such endpoint: /api/v1/nothing"}
+    assert open_app.delete("/api/v1/stats").get_json() == {"error": "DELETE is not allowed on /api/v1/stats"}
+
+
+# ---- malformed input: a 400 that names the problem ------------------------------------------
+
+
+API = "/lowkiq/api/v1/workers/OrdersWorker"
+
+
+def test_json_nested_too_deeply_is_a_json_400(client):
+    body = "[" * 100_000 + "]" * 100_000
+    reply = client.post(API + "/morgue/delete", data=body, content_type="application/json")
+    assert reply.status_code == 400 and reply.get_json() == {"error": "the body is nested too deeply"}
+
+
+def test_ids_with_lone_surrogates_or_too_many_digits_are_a_json_400(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": 1}])
+    reply = client.post(API + "/morgue/delete", data='{"ids": ["ok", "\\ud800"]}', content_type="application/json")
+    assert reply.status_code == 400 and reply.get_json()["error"].startswith('"ids"[1] cannot be a job id')
+    digits = '{"ids": [' + "9" * 5000 + "]}"
+    reply = client.post(API + "/morgue/delete", data=digits, content_type="application/json")
+    assert reply.status_code == 400 and "error" in reply.get_json()
+    assert counts(runtime, OrdersWorker) == (0, 1)
+
+
+@pytest.mark.parametrize("query, name", [
+    ("order_by=perform_in&min=nan", "min"),
+    ("order_by=perform_in&max=inf", "max"),
+    ("order_by=retry_count&min=-inf", "min"),
+    ("order_by=perform_in&max=NaN", "max"),
+    ("after=nan:x", "after"),
+    ("before=inf:x", "before"),
+])
+def test_non_finite_bounds_and_cursors_are_a_400_naming_the_parameter(client, query, name):
+    """min=nan answered 503 with the script's hash and line."""
+    api = client.get(API + "/enqueued?" + query)
+    assert api.status_code == 400 and api.get_json()["error"].startswith(name), api.data
+    page = client.get(W + "/enqueued?" + query)
+    assert page.status_code == 400 and name in page.get_data(as_text=True)
+    assert "user_script" not in page.get_data(as_text=True)
+
+
+def test_a_body_past_the_limit_is_a_clean_413(client):
+    big = '{"ids": ["' + "x" * (1024 * 1024) + '"]}'
+    api = client.post(API + "/morgue/delete", data=big, content_type="application/json")
+    assert api.status_code == 413 and "1,048,576 bytes" in api.get_json()["error"]
+    token = csrf(client, W + "/morgue")
+    form = client.post(W + "/morgue/delete", data={"csrf_token": token, "ids": ["x" * (1024 * 1024)]})
+    assert form.status_code == 413 and "larger than the console accepts" in form.get_data(as_text=True)

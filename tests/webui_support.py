@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 import lowkiq
 from lowkiq.runtime import Runtime
 from lowkiq.webui import blueprint
+from queue_support import held_lease
 
 XSS = "<script>alert(1)</script>"
 
@@ -62,9 +63,9 @@ def make_dead(rt: Runtime, worker: type[lowkiq.Worker], jobs: list[dict[str, Any
     worker.perform_async(jobs)
     q = rt.queue(worker)
     for shard in range(worker.shards_count):
-        taken = q.ack_and_take(None, (shard, 1000))
+        taken = q.ack_and_take(None, (held_lease(q, shard), 1000))
         if taken and taken.jobs:
-            q.fail(shard, [(job.id, rt.clock() + 60) for job in taken.jobs], error, worker.max_retry_count)
+            q.fail(held_lease(q, shard), [(job.id, rt.clock() + 60) for job in taken.jobs], error, worker.max_retry_count)
     rt.actions(worker).kill_failed()
 
 
@@ -72,8 +73,8 @@ def fail(rt: Runtime, worker: type[lowkiq.Worker], job_ids: Iterable[str], error
     """Take the shards of ``job_ids`` and fail every job taken (a retry in 60 s)."""
     q = rt.queue(worker)
     for shard in sorted({q.shard_of(str(i)) for i in job_ids}):
-        taken = q.ack_and_take(None, (shard, 1000))
-        q.fail(shard, [(job.id, rt.clock() + 60) for job in taken.jobs], error, worker.max_retry_count)
+        taken = q.ack_and_take(None, (held_lease(q, shard), 1000))
+        q.fail(held_lease(q, shard), [(job.id, rt.clock() + 60) for job in taken.jobs], error, worker.max_retry_count)
 
 
 def csrf(client: FlaskClient, path: str) -> str:

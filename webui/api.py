@@ -47,7 +47,8 @@ def morgue_job_json(job: MorgueJob) -> dict[str, Any]:
 @bp.get("/api/v1/stats")
 def api_stats() -> Response:
     """Exactly SPEC's shape: length = fresh + retries; total lag = the largest."""
-    rows = console().metrics(full=False)
+    c = console()
+    rows = c.metrics(full=False)
     by_worker = {
         view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag} for view, m in rows
     }
@@ -56,7 +57,9 @@ def api_stats() -> Response:
         "morgue_length": sum(m.morgue_length for _, m in rows),
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
-    return reply({"total": total, "by_worker": by_worker})
+    # Registry entries the console cannot use, by name, with their problem (absent when there are none).
+    broken = {entry.name: entry.problem for entry in c.broken()}
+    return reply({"total": total, "by_worker": by_worker, **({"broken": broken} if broken else {})})
 
 
 @bp.get("/api/v1/dashboard")
@@ -78,7 +81,8 @@ def api_dashboard() -> Response:
         }
         for view, m in data["rows"]
     ]
-    return reply({"queues": queues, "totals": data["totals"], "redis_info": data["redis"]})
+    broken = [{"name": entry.name, "problem": entry.problem} for entry in data["broken"]]
+    return reply({"queues": queues, "broken": broken, "totals": data["totals"], "redis_info": data["redis"]})
 
 
 def _listing_reply(shown: listing.Shown, encode: Any) -> Response:
@@ -153,6 +157,8 @@ def _body_ids(op: Operation) -> list[str]:
         body = json.loads(raw)
     except ValueError as exc:
         raise BadInput(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadInput("the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise BadInput(f"the body must be a JSON object, got {type(body).__name__}")
     if not op.takes_ids:
@@ -167,10 +173,17 @@ def _body_ids(op: Operation) -> list[str]:
         raise BadInput('"ids" must be a list of job ids (strings or integers)')
     if len(ids) > MAX_IDS:
         raise BadInput(f'"ids" holds {len(ids)} ids; at most {MAX_IDS} per request')
+    out = []
     for i, job_id in enumerate(ids):
         if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
-            raise BadInput(f'"ids"[{i}] must be a non-empty string or an integer, got {job_id!r}')
-    return [str(job_id) for job_id in ids]
+            raise BadInput(f'"ids"[{i}] must be a non-empty string or an integer, got {job_id!r:.100}')
+        try:
+            text = str(job_id)
+            text.encode()
+        except ValueError as exc:  # an int past Python's digit limit, or a lone surrogate ("\ud800")
+            raise BadInput(f'"ids"[{i}] cannot be a job id: {exc}') from None
+        out.append(text)
+    return out
 
 
 def _api_act(op: Operation, worker: str) -> Response:

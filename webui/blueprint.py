@@ -1,47 +1,94 @@
 """The Flask blueprint: its folders, its safety hooks and its error pages.
 
+Every error a request can meet answers with its status and a message that names the
+problem: JSON ``{"error": ...}`` on the API, an HTML page elsewhere.
+
 Routes live in ``views`` (pages) and ``api`` (JSON); both register on ``bp``.
 """
 
 from __future__ import annotations
 
-import os
+import logging
+import re
+from pathlib import Path
 
 import redis
-from flask import Blueprint, Response, jsonify, render_template, request
+from flask import Blueprint, Response, current_app, jsonify, render_template, request
 from flask.blueprints import BlueprintSetupState
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from .. import __version__
-from . import formatting, security, state
+from . import formatting, security, settings, state
 from .console import UnknownWorker
 from .listing import BadInput
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = Path(__file__).resolve().parent
+
+
+def _folder(name: str) -> str:
+    """templates/ or static/, in either layout setup.cfg's package_dir produces.
+
+    Installed from a wheel they are lowkiq/webui/<name>/ (packages lowkiq.webui.<name>);
+    in the source tree, which an editable install imports, they sit beside webui/.
+    """
+    for folder in (HERE / name, HERE.parent / name):
+        if folder.is_dir():
+            return str(folder)
+    return str(HERE / name)
+
 
 bp = Blueprint(
     "lowkiq",
     __name__,
-    # Installed as lowkiq.webui.templates and lowkiq.webui.static (see setup.cfg).
-    template_folder=os.path.join(HERE, "templates"),
-    static_folder=os.path.join(HERE, "static"),
+    template_folder=_folder("templates"),
+    static_folder=_folder("static"),
     # Not "/static": at url_prefix "/" the host app's own /static would shadow it.
     static_url_path="/lowkiq-static",
 )
 
 
+log = logging.getLogger("lowkiq.webui")
+# Where Redis says a script failed (its hash and line: nothing an operator can use), as 7.x
+# appends it and as 6.2 prefixes it.
+SCRIPT_ERROR_PLACE = re.compile(r" script: [0-9a-f]{40}, on @user_script:\d+\.$"
+                                r"|^Error running script \(call to f_[0-9a-f]{40}\): @user_script:\d+: ")
+
+
 @bp.record_once
 def _init(setup: BlueprintSetupState) -> None:
     state.init_app(setup.app)
+    # What the host app has configured so far must be valid now (a bad value fails its start);
+    # the settings are read again on every request, so values set later are honoured too.
+    settings.from_config(setup.app.config)
 
 
 def is_api() -> bool:
-    return (request.endpoint or "").startswith("lowkiq.api_")
+    endpoint = request.endpoint
+    if endpoint is None:  # not routed (404, 405): judge by the path
+        return "/api/" in request.path
+    return endpoint.startswith("lowkiq.api_")
 
 
 @bp.before_request
-def _guard() -> None:
+def _guard() -> Response | None:
+    current = state.settings()
+    _limit_body(current.max_content_length)
+    denied = security.check_auth()
+    if denied is not None:
+        return denied
     if request.method not in security.SAFE_METHODS:
         security.check_unsafe_request(api=is_api())
+    return None
+
+
+def _limit_body(limit: int) -> None:
+    """The console's body limit, unless the host app set a smaller one."""
+    app_limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if isinstance(app_limit, int) and 0 < app_limit < limit:
+        limit = app_limit
+    request.max_content_length = limit
+    if request.content_length is not None and request.content_length > limit:
+        raise RequestEntityTooLarge()
 
 
 @bp.after_request
@@ -50,40 +97,77 @@ def _headers(response: Response) -> Response:
 
 
 @bp.context_processor
-def _context() -> dict[str, object]:
-    st = state.state()
+def template_context() -> dict[str, object]:
+    current = state.settings()
     return {
         "fmt": formatting,
-        "readonly": st.readonly,
+        "readonly": current.readonly,
         "csrf_token": security.csrf_token,
         "csrf_field": security.CSRF_FIELD,
-        "poll_interval": st.poll_interval,
+        "poll_interval": current.poll_interval,
         "version": __version__,
+        "redis_label": _redis_label,
     }
 
 
-def _error(status: int, message: str) -> tuple[Response | str, int]:
+def _redis_label() -> str:
+    """Which Redis the console watches (host:port/db or the embedded one's folder), never a password."""
+    from ..runtime import NotConfigured
+
+    try:
+        return state.console().redis_label
+    except NotConfigured:
+        return ""
+
+
+def error_response(status: int, message: str) -> tuple[Response | str, int]:
     if is_api():
         return jsonify(error=message), status
     return render_template("lowkiq/error.html", status=status, message=message), status
 
 
 @bp.errorhandler(security.Refused)
-def _refused(error: security.Refused) -> tuple[Response | str, int]:
-    return _error(error.status, error.message)
+def refused(error: security.Refused) -> tuple[Response | str, int]:
+    return error_response(error.status, error.message)
 
 
 @bp.errorhandler(UnknownWorker)
 def _unknown_worker(error: UnknownWorker) -> tuple[Response | str, int]:
-    return _error(404, str(error))
+    return error_response(404, str(error))
 
 
 @bp.errorhandler(BadInput)
 def _bad_request(error: BadInput) -> tuple[Response | str, int]:
-    return _error(400, str(error))
+    return error_response(400, str(error))
+
+
+@bp.errorhandler(RequestEntityTooLarge)
+def too_large(error: RequestEntityTooLarge) -> tuple[Response | str, int]:
+    limit = request.max_content_length
+    return error_response(413, f"the request body is larger than the console accepts ({limit:,} bytes)"
+                          if limit else "the request body is too large")
+
+
+@bp.errorhandler(HTTPException)
+def http_error(error: HTTPException) -> tuple[Response | str, int] | HTTPException:
+    if error.code is None or error.code < 400:
+        return error
+    return error_response(error.code, error.description or error.name)
+
+
+@bp.errorhandler(settings.SettingError)
+def _bad_setting(error: settings.SettingError) -> tuple[Response | str, int]:
+    log.error("lowkiq console: %s", error)
+    return error_response(500, f"The console is misconfigured: {error}")
 
 
 @bp.errorhandler(redis.RedisError)
 def _redis_down(error: redis.RedisError) -> tuple[Response | str, int]:
     # An operator must see why the page is empty, not a bare 500.
-    return _error(503, f"Redis did not answer: {error}")
+    if isinstance(error, redis.ResponseError):
+        log.warning("lowkiq console: Redis refused a request: %s", error)
+        return error_response(503, f"Redis refused the request: {SCRIPT_ERROR_PLACE.sub('', str(error))}")
+    if isinstance(error, redis.TimeoutError):
+        timeout = state.settings().redis_timeout
+        return error_response(503, f"Redis did not answer within {timeout:g} s (LOWKIQ_WEB_REDIS_TIMEOUT): {error}")
+    return error_response(503, f"Redis did not answer: {error}")

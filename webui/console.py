@@ -11,23 +11,22 @@ A console finds its workers in one of two ways:
 
 from __future__ import annotations
 
-import runpy
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import redis
 
-from .. import connection, registry
+from .. import app_file, connection, registry
 from ..config import redis_url_from
+from ..transport import Transport
 from ..queue.actions import Actions
 from ..queue.keys import QueueKeys
 from ..queue.metrics import QueueMetrics
 from ..queue.queries import Queries
-from ..registry import WorkerInfo
+from ..membership import Member
+from ..registry import BrokenEntry, WorkerInfo
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
 from ..serializers import load_json
@@ -37,13 +36,21 @@ from ..queue.metrics import FULL, STATS, MetricsReader
 # set of workers changes only on deploys.
 REGISTRY_TTL = 5.0
 CONSOLE_POOL_SIZE = 10
-CONSOLE_POOL_TIMEOUT = 5.0
+# The workers a console knows: the usable ones, and registry entries it cannot use.
+Known = tuple[list[WorkerInfo], list[BrokenEntry]]
 
 
 class UnknownWorker(LookupError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"unknown worker {name!r}")
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"unknown worker {name!r}")
         self.name = name
+
+
+class BrokenWorker(UnknownWorker):
+    """A worker whose registry entry cannot be used: its pages say why instead of showing it."""
+
+    def __init__(self, entry: BrokenEntry) -> None:
+        super().__init__(entry.name, f"worker {entry.name!r} has a broken registry entry: {entry.problem}")
 
 
 @dataclass(frozen=True)
@@ -62,51 +69,65 @@ class Console:
     def __init__(
         self,
         client: redis.Redis,
-        workers: Callable[[], list[WorkerInfo]],
+        workers: Callable[[], Known],
         *,
         load_payload: Callable[[bytes], Any] = load_json,
         load_error: Callable[[bytes], str] = default_load_error,
         clock: Callable[[], float] = time.time,
         source: str = "registry",
+        redis_label: str = "",
     ) -> None:
         self.client = client
         self._workers = workers
         self.load_payload = load_payload
-        self.load_error = load_error
+        self.load_error = tolerant_error(load_error)
         self.clock = clock
         self.source = source
+        self.redis_label = redis_label  # which Redis, for people: never a password
         self._reader = MetricsReader(client)
 
     @classmethod
-    def from_runtime(cls, runtime: Runtime) -> "Console":
-        """The console of a configured lowkiq; the registry only if it has no workers."""
+    def from_runtime(cls, runtime: Runtime, *, redis_timeout: float) -> "Console":
+        """The console of a configured lowkiq; the registry only if it has no workers.
+
+        Its own connections, whose replies may take at most ``redis_timeout`` seconds:
+        a page answers 503 within that when Redis hangs, whatever the app's pool_timeout.
+        """
         configured = [registry.info_of(w) for w in runtime.settings.workers]
-        client = runtime.client
-        workers = (lambda: configured) if configured else cached_registry(client)
+        client = Transport(runtime.redis_url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
+        workers: Callable[[], Known] = (lambda: (configured, [])) if configured else cached_registry(client)
         s = runtime.settings
         return cls(
-            client,
+            client,  # type: ignore[arg-type]
             workers,
             load_payload=s.load_payload,
             load_error=s.load_error,
             clock=runtime.clock,
             source="app" if configured else "registry",
+            redis_label=connection.describe(s.redis_url, connection.embedded_dir(s.workers)),
         )
 
     @classmethod
-    def from_url(cls, url: str) -> "Console":
-        client = connection.client(url, pool_size=CONSOLE_POOL_SIZE, timeout=CONSOLE_POOL_TIMEOUT)
-        return cls(client, cached_registry(client))
+    def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> "Console":
+        client = connection.client(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
+        return cls(client, cached_registry(client), redis_label=redis_label or connection.describe(url))
 
     # ---- workers --------------------------------------------------------
 
     def workers(self) -> list[WorkerView]:
-        return [WorkerView(info, QueueKeys(info.queue_name, info.shards_count)) for info in self._workers()]
+        return [WorkerView(info, QueueKeys(info.queue_name, info.shards_count)) for info in self._workers()[0]]
+
+    def broken(self) -> list[BrokenEntry]:
+        """Registry entries that cannot be used, each with its problem."""
+        return self._workers()[1]
 
     def worker(self, name: str) -> WorkerView:
         for view in self.workers():
             if view.name == name:
                 return view
+        for entry in self.broken():
+            if entry.name == name:
+                raise BrokenWorker(entry)
         raise UnknownWorker(name)
 
     def queries(self, view: WorkerView) -> Queries:
@@ -126,11 +147,11 @@ class Console:
         measured, _ = self._reader.read([v.keys for v in views], self.clock(), kind=FULL if full else STATS)
         return list(zip(views, measured))
 
-    def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any]]:
-        """Every shard's numbers and Redis INFO, in one round trip."""
+    def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any], list[Member]]:
+        """Every shard's numbers, Redis INFO and the live servers, in one round trip."""
         views = self.workers()
-        measured, info = self._reader.read([v.keys for v in views], self.clock(), kind=FULL, with_info=True)
-        return list(zip(views, measured)), _redis_summary(info or {})
+        measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock())
+        return list(zip(views, measured)), _redis_summary(info or {}), members
 
 
 def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:
@@ -145,45 +166,49 @@ def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cached_registry(client: redis.Redis, ttl: float = REGISTRY_TTL) -> Callable[[], list[WorkerInfo]]:
-    """registry.known(client), read again at most every ``ttl`` seconds."""
+def cached_registry(client: redis.Redis, ttl: float = REGISTRY_TTL) -> Callable[[], Known]:
+    """registry.read(client), read again at most every ``ttl`` seconds."""
     lock = threading.Lock()
-    cache: dict[str, Any] = {"at": float("-inf"), "workers": []}
+    cache: dict[str, Any] = {"at": float("-inf"), "known": ([], [])}
 
-    def workers() -> list[WorkerInfo]:
+    def workers() -> Known:
         now = time.monotonic()
         if now - cache["at"] >= ttl:
             with lock:
                 if now - cache["at"] >= ttl:
-                    cache["workers"] = registry.known(client)
+                    cache["known"] = registry.read(client)
                     cache["at"] = time.monotonic()
-        return cache["workers"]
+        return cache["known"]  # type: ignore[no-any-return]
 
     return workers
 
 
+def tolerant_error(load_error: Callable[[bytes], str]) -> Callable[[bytes], str]:
+    """``load_error`` that shows an error text it cannot read, instead of failing the whole page."""
+
+    def load(raw: bytes) -> str:
+        try:
+            return load_error(raw)
+        except Exception as exc:  # a custom loader, or bytes another writer stored
+            return f"<undecodable error ({type(exc).__name__}: {exc}): {raw[:200]!r}>"
+
+    return load
+
+
 def load_app(path: str) -> Runtime:
     """Run the app file that calls ``lowkiq.configure`` (as ``lowkiq -r`` does) and return its runtime."""
-    from .. import runtime as runtime_module
-
-    file = Path(path).resolve()
-    if not file.is_file():
-        raise RuntimeError(f"LOWKIQ_APP={path!r}: no such file")
-    # The app imports its own modules relative to its folder.
-    if str(file.parent) not in sys.path:
-        sys.path.insert(0, str(file.parent))
-    before = runtime_module._current
-    runpy.run_path(str(file), run_name="__lowkiq_app__")
-    after = runtime_module._current
-    if after is None or after is before:
-        raise RuntimeError(f"LOWKIQ_APP={path!r} did not call lowkiq.configure(workers=[...])")
-    return after
+    try:
+        return app_file.load(path, as_main_app=False)
+    except app_file.AppFileError as exc:
+        raise RuntimeError(f"LOWKIQ_APP={path!r}: {exc}") from exc
 
 
-def standalone_console(environ: dict[str, str]) -> Console:
+def standalone_console(environ: dict[str, str], *, redis_timeout: float) -> Console:
     """The console of ``create_app()``: LOWKIQ_APP, else the registry at the configured Redis."""
     app_file = environ.get("LOWKIQ_APP")
     if app_file:
-        return Console.from_runtime(load_app(app_file))
-    url = redis_url_from(None, environ) or connection.embedded_url()
-    return Console.from_url(url)
+        return Console.from_runtime(load_app(app_file), redis_timeout=redis_timeout)
+    url = redis_url_from(None, environ)
+    if url:
+        return Console.from_url(url, redis_timeout=redis_timeout)
+    return Console.from_url(connection.embedded_url(), redis_timeout=redis_timeout, redis_label=connection.describe(None))

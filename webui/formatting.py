@@ -6,13 +6,22 @@ escapes every string these functions return.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
+import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 # Payloads longer than this (or on several lines) are collapsed in <details>.
 SHORT_PAYLOAD = 80
+# Listings show at most this much of a payload or an error; the job page shows all of it.
+LISTED_TEXT = 2048
+# Characters an HTML form does not post back as they were (NUL becomes U+FFFD, CR LF becomes LF).
+FORM_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+FORM_ID_PREFIX = "~b64:"
 
 
 def number(value: int | float | None) -> str:
@@ -120,3 +129,34 @@ def bytes_human(value: int | None) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TB"
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    text: str
+    left_out: int  # characters not shown
+
+
+def excerpt(text: str, limit: int = LISTED_TEXT) -> Excerpt:
+    """At most ``limit`` characters of ``text``, and how many were left out."""
+    if len(text) <= limit:
+        return Excerpt(text, 0)
+    return Excerpt(text[:limit], len(text) - limit)
+
+
+def form_id(job_id: str) -> str:
+    """A job id as a form field's value that posts back exactly: as it is when a form keeps it,
+    else ``~b64:`` and its UTF-8 in URL-safe base64 (so are ids that start with ``~b64:``)."""
+    if FORM_UNSAFE.search(job_id) or job_id.startswith(FORM_ID_PREFIX):
+        return FORM_ID_PREFIX + base64.urlsafe_b64encode(job_id.encode("utf-8", "surrogatepass")).decode()
+    return job_id
+
+
+def form_id_decode(value: str) -> str:
+    """The id ``form_id`` made ``value`` from; ValueError if it cannot have made it."""
+    if not value.startswith(FORM_ID_PREFIX):
+        return value
+    try:
+        return base64.b64decode(value[len(FORM_ID_PREFIX):].encode("ascii"), altchars=b"-_", validate=True).decode()
+    except (binascii.Error, UnicodeError) as exc:
+        raise ValueError(f"malformed job id {value[:100]!r}: {exc}") from None

@@ -6,21 +6,20 @@ thousandth page costs what the first one does.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Mapping
 
+from ..options import integer
 from ..queue.queries import MAX_LIMIT, Cursor, Page
+from .settings import boolean
 
 TIME_ORDERS = frozenset({"perform_in", "updated_at"})
 
 
 class BadInput(ValueError):
     """A query parameter or body the caller must fix: answered with 400 and this message."""
-
-
-TRUE = frozenset({"1", "true", "yes", "on"})
-FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
 @dataclass(frozen=True)
@@ -55,14 +54,16 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
     order_by = args.get("order_by") or default_order
     if order_by not in orders:
         raise BadInput(f"order_by must be one of {', '.join(orders)}, got {order_by!r}")
-    desc_text = (args.get("desc") or "").lower()
-    if desc_text not in TRUE | FALSE:
-        raise BadInput(f"desc must be 0 or 1, got {args.get('desc')!r}")
+    desc_text = args.get("desc") or "0"
+    try:
+        desc = boolean(desc_text)
+    except ValueError:
+        raise BadInput(f"desc must be 0 or 1, got {desc_text!r}") from None
     limit_text = args.get("limit") or str(default_limit)
     try:
-        limit = int(limit_text)
+        limit = integer(limit_text)
     except ValueError:
-        raise BadInput(f"limit must be an integer, got {limit_text!r}") from None
+        raise BadInput(f"limit must be an integer, got {limit_text[:100]!r}") from None
     if not 1 <= limit <= MAX_LIMIT:
         raise BadInput(f"limit must be in 1..{MAX_LIMIT}, got {limit}")
     after, before = _cursor(args, "after"), _cursor(args, "before")
@@ -70,7 +71,7 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
         raise BadInput("give either after or before, not both")
     return Listing(
         order_by=order_by,
-        desc=desc_text in TRUE,
+        desc=desc,
         min=bound(args.get("min", ""), order_by, "min"),
         max=bound(args.get("max", ""), order_by, "max"),
         limit=limit,
@@ -85,10 +86,13 @@ def bound(text: str, order_by: str, name: str) -> str:
     if not text or order_by == "id":
         return text
     try:
-        float(text)
-        return text
+        number = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(number):
+            raise BadInput(f"{name} must be a finite number, got {text!r}")
+        return text
     if order_by in TIME_ORDERS:
         try:
             return repr(datetime.fromisoformat(text).timestamp())
@@ -102,9 +106,12 @@ def _cursor(args: Mapping[str, str], name: str) -> Cursor | None:
     if not token:
         return None
     try:
-        return Cursor.decode(token)
+        cursor = Cursor.decode(token)
     except ValueError as exc:
         raise BadInput(f"{name}: {exc}") from None
+    if not math.isfinite(cursor.score):
+        raise BadInput(f"{name}: the cursor's score must be a finite number, got {token[:100]!r}")
+    return cursor
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,14 @@
 """Safety of the console: CSRF tokens, origin checks, read-only mode, basic auth, headers.
 
-CSRF uses a signed double-submit cookie: the browser holds a random value in
-an HttpOnly, SameSite=Strict cookie, and every form carries HMAC(secret, value).
-No server-side session is needed, so several gunicorn workers accept each
-other's tokens as long as they share the secret: ``LOWKIQ_WEB_SECRET_KEY``
-(or the host app's ``SECRET_KEY``), else a random key stored once in Redis.
-API posts need no token: they must be ``application/json``, which no
-cross-site form can send, and no CORS is ever granted.
+CSRF tokens are bound to a browser session: a random session id, kept in the host
+app's Flask session when it has one (``SECRET_KEY`` set: logging out, which clears
+the session, voids every token), else in a cookie signed by the console's secret.
+A form's token is HMAC(secret, session id). No server-side store is needed, so
+several gunicorn workers accept each other's tokens as long as they share the secret:
+``LOWKIQ_WEB_SECRET_KEY`` (or the host app's ``SECRET_KEY``), else a random key
+stored once in Redis. Every unsafe request must also come from the console's own
+origin (``Sec-Fetch-Site``, ``Origin``). API posts need no token: they must be
+``application/json``, which no cross-site form can send, and no CORS is ever granted.
 """
 
 from __future__ import annotations
@@ -15,19 +17,28 @@ import base64
 import binascii
 import hashlib
 import hmac
+import ipaddress
+import logging
 import secrets
-from typing import Callable
+import socket
+from typing import Any, Mapping
+from urllib.parse import urlsplit
 
-from flask import Flask, Response, current_app, g, jsonify, request, url_for
+from flask import Flask, Response, current_app, g, jsonify, request, session, url_for
 
 from ..queue.keys import webui_secret_string
-from .state import state
+from .settings import ConsoleSettings
+from .state import settings, state
+
+log = logging.getLogger("lowkiq.webui")
 
 CSRF_COOKIE = "lowkiq_csrf"
 CSRF_FIELD = "csrf_token"
+SESSION_KEY = "_lowkiq_csrf"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Requests a browser made from the console's own pages, or typed by hand.
 ALLOWED_FETCH_SITES = frozenset({"same-origin", "none"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -56,36 +67,56 @@ class Refused(Exception):
 
 
 def secret_key() -> bytes:
+    configured = settings().secret_key or current_app.config.get("SECRET_KEY")
+    if configured:
+        return configured.encode() if isinstance(configured, str) else bytes(configured)
     st = state()
-    if st.secret_key is None:
-        configured = current_app.config.get("LOWKIQ_WEB_SECRET_KEY") or current_app.config.get("SECRET_KEY")
-        if configured:
-            st.secret_key = configured.encode() if isinstance(configured, str) else bytes(configured)
-        else:
-            client = st.console().client
-            key = webui_secret_string()
-            client.set(key, secrets.token_hex(32), nx=True)
-            st.secret_key = client.get(key)
-    return st.secret_key  # type: ignore[return-value]
+    if st.stored_secret_key is None:
+        client = st.console(settings().redis_timeout).client
+        key = webui_secret_string()
+        client.set(key, secrets.token_hex(32), nx=True)
+        st.stored_secret_key = client.get(key)
+    return st.stored_secret_key  # type: ignore[return-value]
 
 
-def _sign(value: str) -> str:
-    return hmac.new(secret_key(), value.encode(), hashlib.sha256).hexdigest()
+def _sign(purpose: str, value: str) -> str:
+    return hmac.new(secret_key(), f"{purpose}:{value}".encode(), hashlib.sha256).hexdigest()
+
+
+def _uses_host_session() -> bool:
+    return bool(current_app.secret_key)
+
+
+def _session_id(create: bool) -> str | None:
+    """This browser session's id: from the host's session, else from the signed cookie."""
+    if _uses_host_session():
+        sid = session.get(SESSION_KEY)
+        if not isinstance(sid, str) and create:
+            sid = session[SESSION_KEY] = secrets.token_hex(16)
+        return sid if isinstance(sid, str) else None
+    sid = g.get("lowkiq_new_session") or _cookie_session_id()
+    if sid is None and create:
+        sid = g.lowkiq_new_session = secrets.token_hex(16)
+    return sid
+
+
+def _cookie_session_id() -> str | None:
+    """The session id of a cookie the console signed; None for a missing or forged one."""
+    sid, _, signature = request.cookies.get(CSRF_COOKIE, "").partition(".")
+    if sid and signature and hmac.compare_digest(_sign("session", sid), signature):
+        return sid
+    return None
 
 
 def csrf_token() -> str:
-    """The token for this browser's forms; sets the cookie on first use."""
-    value = request.cookies.get(CSRF_COOKIE)
-    if not value:
-        value = g.get("lowkiq_new_csrf") or secrets.token_hex(32)
-        g.lowkiq_new_csrf = value
-    return _sign(value)
+    """The token for this browser session's forms; starts the session on first use."""
+    return _sign("csrf", _session_id(create=True))  # type: ignore[arg-type]
 
 
 def check_csrf() -> None:
-    cookie = request.cookies.get(CSRF_COOKIE, "")
+    sid = _session_id(create=False)
     token = request.form.get(CSRF_FIELD, "")
-    if not cookie or not token or not hmac.compare_digest(_sign(cookie), token):
+    if not sid or not token or not hmac.compare_digest(_sign("csrf", sid), token):
         raise Refused(403, "The form's security token is missing or stale: reload the page and try again.")
 
 
@@ -97,13 +128,39 @@ def check_unsafe_request(api: bool) -> None:
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None and site not in ALLOWED_FETCH_SITES:
         raise Refused(403, f"Cross-site request refused (Sec-Fetch-Site: {site}).")
-    if state().readonly:
+    origin = request.headers.get("Origin")
+    if origin is not None and not _allowed_origin(origin, settings()):
+        raise Refused(403, f"Cross-origin request refused (Origin: {origin}).")
+    if settings().readonly:
         raise Refused(403, "The console is read-only.")
     if api:
         if request.mimetype != "application/json":
             raise Refused(415, f"POST needs Content-Type: application/json, got {request.mimetype or 'none'!r}.")
     else:
         check_csrf()
+
+
+def _allowed_origin(origin: str, current: ConsoleSettings) -> bool:
+    """The console's own host (as the browser addressed it), or one of LOWKIQ_WEB_TRUSTED_ORIGINS."""
+    if origin in current.trusted_origins:
+        return True
+    theirs = _host_port(origin)
+    if theirs is None:  # "null" (a sandboxed frame, a file://) or garbage
+        return False
+    scheme = urlsplit(origin).scheme
+    ours = _host_port(f"{scheme}://{request.host}")
+    return ours == theirs
+
+
+def _host_port(origin: str) -> tuple[str, int] | None:
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return parts.hostname.lower(), port or DEFAULT_PORTS[parts.scheme]
 
 
 def add_headers(response: Response) -> Response:
@@ -114,11 +171,12 @@ def add_headers(response: Response) -> Response:
     if request.endpoint != "lowkiq.static":
         # Queue contents change every second and may be sensitive: never cache.
         response.headers["Cache-Control"] = "no-store"
-    new_cookie = g.get("lowkiq_new_csrf")
-    if new_cookie:
+    new_session = g.get("lowkiq_new_session")
+    if new_session:
+        g.lowkiq_new_session = None  # once, even when the app's hook runs after the blueprint's
         response.set_cookie(
             CSRF_COOKIE,
-            new_cookie,
+            f"{new_session}.{_sign('session', new_session)}",
             path=url_for("lowkiq.dashboard"),
             httponly=True,
             samesite="Strict",
@@ -127,27 +185,26 @@ def add_headers(response: Response) -> Response:
     return response
 
 
-# ---- basic auth (standalone app) -----------------------------------------------
+# ---- basic auth ----------------------------------------------------------------
 
 
-def basic_auth_guard(user: str, password: str) -> Callable[[], Response | None]:
-    """A before_request hook asking for HTTP basic auth with these credentials."""
-    expected_user, expected_password = user.encode(), password.encode()
-
-    def guard() -> Response | None:
-        given_user, given_password = _credentials(request.headers.get("Authorization", ""))
-        # Both comparisons always run, in constant time, so timing reveals neither.
-        user_ok = hmac.compare_digest(given_user, expected_user)
-        password_ok = hmac.compare_digest(given_password, expected_password)
-        if user_ok and password_ok:
-            return None
-        response = jsonify(error="authentication required") if _wants_json() else Response("Authentication required.\n", mimetype="text/plain")
-        response.status_code = 401
-        response.headers["WWW-Authenticate"] = 'Basic realm="lowkiq", charset="UTF-8"'
-        response.headers["Cache-Control"] = "no-store"
-        return response
-
-    return guard
+def check_auth() -> Response | None:
+    """When LOWKIQ_WEB_PASSWORD is set, a 401 unless the request carries those credentials."""
+    current = settings()
+    if current.password is None or g.get("lowkiq_authenticated"):
+        return None
+    given_user, given_password = _credentials(request.headers.get("Authorization", ""))
+    # Both comparisons always run, in constant time, so timing reveals neither.
+    user_ok = hmac.compare_digest(given_user, current.user.encode())
+    password_ok = hmac.compare_digest(given_password, current.password.encode())
+    if user_ok and password_ok:
+        g.lowkiq_authenticated = True
+        return None
+    response = (jsonify(error="authentication required") if _wants_json()
+                else Response("Authentication required.\n", mimetype="text/plain"))
+    response.status_code = 401
+    response.headers["WWW-Authenticate"] = 'Basic realm="lowkiq", charset="UTF-8"'
+    return response
 
 
 def _credentials(header: str) -> tuple[bytes, bytes]:
@@ -166,8 +223,59 @@ def _wants_json() -> bool:
     return "/api/" in request.path
 
 
+# ---- the standalone app ---------------------------------------------------------
+
+
+def loopback_only(environ: Mapping[str, Any]) -> bool:
+    """Whether the server that took this request listens on loopback or a Unix socket only.
+
+    gunicorn and werkzeug's server put their bind address in SERVER_NAME (not the Host
+    header) and the connection in ``gunicorn.socket`` / ``werkzeug.socket``. Other servers
+    may fill SERVER_NAME from the Host header: then the console cannot tell, and treats
+    the address as public.
+    """
+    connection = environ.get("gunicorn.socket") or environ.get("werkzeug.socket")
+    if getattr(connection, "family", None) == getattr(socket, "AF_UNIX", None):
+        return True
+    name = str(environ.get("SERVER_NAME", "")).strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure() -> None:
+    """No password on a non-loopback address: refused, unless LOWKIQ_WEB_ALLOW_NO_AUTH says so (then a warning)."""
+    current = settings()
+    if current.password is not None or loopback_only(request.environ):
+        return
+    address = request.environ.get("SERVER_NAME", "?")
+    st = state()
+    if current.allow_no_auth:
+        if not st.warned_no_auth:
+            st.warned_no_auth = True
+            log.warning("the lowkiq console serves %s without a password (LOWKIQ_WEB_ALLOW_NO_AUTH): "
+                        "whoever reaches it can act on every queue", address)
+        return
+    if not st.warned_no_auth:
+        st.warned_no_auth = True
+        log.error("the lowkiq console refuses requests: it has no password and listens on %s", address)
+    raise Refused(403, f"This console has no password and listens on {address}, not on loopback only: "
+                       "set LOWKIQ_WEB_PASSWORD, bind 127.0.0.1, or set LOWKIQ_WEB_ALLOW_NO_AUTH=1 when a proxy "
+                       "in front of it authenticates.")
+
+
 def install(app: Flask) -> None:
-    """Hooks the standalone app adds around the blueprint (basic auth)."""
-    password = app.config.get("LOWKIQ_WEB_PASSWORD")
-    if password:
-        app.before_request(basic_auth_guard(app.config.get("LOWKIQ_WEB_USER") or "admin", password))
+    """Hooks the standalone app adds around the blueprint: auth and exposure checks, headers on every response."""
+
+    @app.before_request
+    def _standalone_guard() -> Response | None:
+        denied = check_auth()
+        if denied is not None:
+            return denied
+        check_exposure()
+        return None
+
+    app.after_request(add_headers)

@@ -1,7 +1,8 @@
 """Per-app state of the console, kept in ``app.extensions["lowkiq"]``, never on a module global.
 
 One process may serve several Flask apps (tests do), each with its own
-console, options and chart samples.
+console and chart samples. Settings are not kept here: they are read from
+``app.config`` on every request (``settings()``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from flask import Flask, current_app
+from flask import Flask, current_app, g
 
 from .console import Console
+from .settings import ConsoleSettings, from_config
 
 EXTENSION = "lowkiq"
 # Chart: one sample per poll at most this often, and this many kept.
@@ -32,16 +34,16 @@ class Sample:
 class WebState:
     # None: follow lowkiq.current() (a host app that configured lowkiq).
     console_factory: Callable[[], Console] | None = None
-    readonly: bool = False
-    # Seconds between live refreshes of the dashboard.
-    poll_interval: float = 3.0
-    secret_key: bytes | None = None
+    # The key CSRF tokens are signed with when none is configured, read once from Redis.
+    stored_secret_key: bytes | None = None
+    # The standalone app logs once that it serves without a password on a public address.
+    warned_no_auth: bool = False
     samples: deque[Sample] = field(default_factory=lambda: deque(maxlen=SAMPLES_KEPT))
     _console: Console | None = None
-    _runtime_id: int | None = None
+    _console_of: tuple[int, float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def console(self) -> Console:
+    def console(self, redis_timeout: float) -> Console:
         if self.console_factory is not None:
             if self._console is None:
                 with self._lock:
@@ -51,11 +53,15 @@ class WebState:
         from .. import runtime
 
         current = runtime.current()
-        # lowkiq.configure() may be called again (tests, reloads): follow it.
-        if self._console is None or self._runtime_id != id(current):
+        # lowkiq.configure() may be called again (tests, reloads), the timeout changed: follow them.
+        built_for = (id(current), redis_timeout)
+        if self._console is None or self._console_of != built_for:
             with self._lock:
-                self._console = Console.from_runtime(current)
-                self._runtime_id = id(current)
+                if self._console is None or self._console_of != built_for:
+                    if self._console is not None:
+                        self._console.client.close()  # its own connections: the new one opens others
+                    self._console = Console.from_runtime(current, redis_timeout=redis_timeout)
+                    self._console_of = built_for
         return self._console
 
     def sample(self, at: float, processed: int, failed: int) -> list[Sample]:
@@ -67,13 +73,10 @@ class WebState:
 
 
 def init_app(app: Flask) -> WebState:
-    """The state of ``app``, created from ``app.config`` on first use."""
+    """The state of ``app``, created on first use."""
     state = app.extensions.get(EXTENSION)
     if state is None:
-        state = WebState(
-            readonly=bool(app.config.get("LOWKIQ_WEB_READONLY", False)),
-            poll_interval=float(app.config.get("LOWKIQ_WEB_POLL_INTERVAL", 3.0)),
-        )
+        state = WebState()
         app.extensions[EXTENSION] = state
     return state
 
@@ -82,5 +85,13 @@ def state() -> WebState:
     return init_app(current_app)
 
 
+def settings() -> ConsoleSettings:
+    """The console's settings as the app's config says now: a host app may set them after mounting."""
+    found = g.get("lowkiq_settings")
+    if found is None:
+        found = g.lowkiq_settings = from_config(current_app.config)
+    return found  # type: ignore[no-any-return]
+
+
 def console() -> Console:
-    return state().console()
+    return state().console(settings().redis_timeout)

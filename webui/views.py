@@ -6,11 +6,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Response, abort, make_response, redirect, render_template, request, url_for
+from werkzeug.urls import iri_to_uri
 
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import chart, listing
+from . import chart, formatting, listing
 from .blueprint import bp
 from .console import Console, WorkerView
+from .listing import BadInput
 from .operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
 from .state import console, state
 
@@ -23,7 +25,7 @@ PAGE_SIZES = (25, 50, 100)
 
 def dashboard_data(c: Console) -> dict[str, Any]:
     """Totals, a row per worker and Redis info: one round trip."""
-    rows, redis_info = c.dashboard()
+    rows, redis_info, members = c.dashboard()
     now = c.clock()
     totals = {
         "processed": sum(m.processed for _, m in rows),
@@ -36,8 +38,13 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
     samples = state().sample(now, totals["processed"], totals["failed"])
+    from .servers import unserved
+
     return {
+        "servers": members,
+        "unserved": unserved(c, rows, members),
         "rows": rows,
+        "broken": c.broken(),
         "totals": totals,
         "redis": redis_info,
         "chart": chart.build(samples),
@@ -88,7 +95,12 @@ def morgue(worker: str) -> Response:
 def busy(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    return page("lowkiq/busy.html", view=view, jobs=c.queries(view).busy(), tab="busy", now=c.clock())
+    from .servers import busy_servers, long_perform_seconds
+
+    jobs = c.queries(view).busy()
+    leases, by_job = busy_servers(c, view, jobs)
+    return page("lowkiq/busy.html", view=view, jobs=jobs, tab="busy", now=c.clock(), leases=leases, by_job=by_job,
+                long_perform=long_perform_seconds())
 
 
 @bp.get("/workers/<worker>/_counts")
@@ -128,24 +140,36 @@ def job(worker: str, job_id: str) -> Response:
 def _act(op: Operation, worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    ids = request.form.getlist("ids")[:MAX_IDS]
+    back = _back(view)  # checked before acting: a bad one must not leave an action done and a 400
+    try:
+        ids = [formatting.form_id_decode(value) for value in request.form.getlist("ids")[:MAX_IDS]]
+    except ValueError as exc:
+        raise BadInput(f"ids: {exc}") from None
     if op.takes_ids and not ids:
         message = "No job selected."
     else:
         message = op.message(op.run(c.actions(view), ids))
-    response = redirect(_back(view), code=303)
+    response = redirect(back, code=303)
     response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
     return response
 
 
 def _back(view: WorkerView) -> str:
-    """Where the form came from (a path inside the console only), else the worker's page."""
-    target = request.form.get("next", "")
+    """Where the form came from, a path under the console's prefix; the worker's page when not given.
+
+    Raises BadInput for anything else: another site, a path outside the console, control
+    characters (a Location header cannot carry them), a backslash or a ".." segment.
+    """
+    given = request.form.get("next", "")
+    if not given:
+        return url_for(".enqueued", worker=view.name)
+    target = iri_to_uri(given)  # a Location header carries ASCII only
     parts = urlsplit(target)
     root = url_for(".dashboard")
-    if target and not parts.scheme and not parts.netloc and parts.path.startswith(root) and not target.startswith("//"):
-        return target
-    return url_for(".enqueued", worker=view.name)
+    inside = not parts.scheme and not parts.netloc and parts.path.startswith(root) and not target.startswith("//")
+    if not inside or formatting.FORM_UNSAFE.search(given) or "\\" in given or ".." in parts.path.split("/"):
+        raise BadInput(f"next must be a path under {root} without control characters, '\\' or '..', got {given[:200]!r}")
+    return target
 
 
 def _register_actions() -> None:

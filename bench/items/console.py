@@ -102,9 +102,10 @@ def _seed(url: str, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:
             queue = runtime.queue(worker)
             now = time.time()
             for shard in range(worker.shards_count):
-                taken = queue.ack_and_take(None, (shard, dead_each))
+                lease = queue.acquire(shard, "bench-seed", ttl=60)
+                taken = queue.ack_and_take(None, (lease, dead_each))
                 if taken and taken.jobs:
-                    queue.fail(shard, [(job.id, now + 3600) for job in taken.jobs], ERROR, worker.max_retry_count)
+                    queue.fail(lease, [(job.id, now + 3600) for job in taken.jobs], ERROR, worker.max_retry_count)
             runtime.actions(worker).kill_failed()
             for start in range(0, queued_each, 10_000):
                 worker.perform_async([{"id": i, "payload": {"order": i, "status": "paid", "amount": i % 977}}

@@ -1,23 +1,26 @@
 """Operators' bulk actions on one queue. Each answers how many jobs it touched.
 
 Every action is one script per shard (atomic per shard), all shards in one
-pipelined round trip.
+pipelined round trip (of wall time, on a cluster: every node at once). When
+some shards' scripts ran and others failed, ``PartialWrite`` says which ran.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import redis
 
+from ..transport import Transport, as_transport
 from . import codec, lua
 from .keys import QueueKeys
 
 
 class Actions:
-    def __init__(self, client: redis.Redis, keys: QueueKeys, *, clock: Callable[[], float] = time.time) -> None:
-        self.client = client
+    def __init__(self, client: Transport | redis.Redis, keys: QueueKeys, *, clock: Callable[[], float] = time.time) -> None:
+        self.client = as_transport(client)
         self.keys = keys
         self.clock = clock
         self._shards = keys.shards()
@@ -55,10 +58,10 @@ class Actions:
         """Every job with retry_count >= 0 is deleted."""
         return self._every_shard("delete_failed", ())
 
-    def _every_shard(self, name: str, args: tuple) -> int:
+    def _every_shard(self, name: str, args: tuple[Any, ...]) -> int:
         return sum(lua.run_many(self.client, [(name, shard, args) for shard in self._shards]))
 
-    def _by_ids(self, name: str, ids: Iterable[str], args: Callable[[list[str]], tuple]) -> int:
+    def _by_ids(self, name: str, ids: Iterable[str], args: Callable[[list[str]], tuple[Any, ...]]) -> int:
         groups: dict[int, list[str]] = {}
         for job_id in dict.fromkeys(str(i) for i in ids):
             groups.setdefault(codec.shard_of(job_id, self.keys.shards_count), []).append(job_id)

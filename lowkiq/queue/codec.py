@@ -20,10 +20,19 @@ def text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+# What a record some other writer corrupted raises when read: shown as broken, never fatal to a page.
+CORRUPT = (ValueError, TypeError, IndexError, msgpack.UnpackException)
+
+
 def payloads(blob: bytes, load_payload: Callable[[bytes], Any]) -> list[tuple[Any, float]]:
-    """A job's payloads for reading: one that cannot be loaded shows as an UndecodablePayload."""
-    flat = msgpack.unpackb(blob, raw=True)
-    return [(_tolerant(load_payload, flat[i]), float(flat[i + 1])) for i in range(0, len(flat), 2)]
+    """A job's payloads for reading: one that cannot be loaded shows as an UndecodablePayload,
+    and so does a whole list that is not the msgpack [payload, score, ...] the scripts write."""
+    try:
+        flat = msgpack.unpackb(blob, raw=True)
+        pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+    except CORRUPT as exc:
+        return [(UndecodablePayload(bytes(blob), f"not a payload list: {type(exc).__name__}: {exc}"), 0.0)]
+    return [(_tolerant(load_payload, raw), score) for raw, score in pairs]
 
 
 def _tolerant(load_payload: Callable[[bytes], Any], raw: bytes) -> Any:
@@ -34,16 +43,22 @@ def _tolerant(load_payload: Callable[[bytes], Any], raw: bytes) -> Any:
 
 
 def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], Any], load_error: Callable[[bytes], str]) -> Job:
-    unpacker = msgpack.Unpacker(raw=True)
-    unpacker.feed(blob)
-    retry_count, perform_in, error, flat = list(unpacker)
-    return Job(
-        id=job_id,
-        payloads=[(_tolerant(load_payload, flat[i]), float(flat[i + 1])) for i in range(0, len(flat), 2)],
-        perform_in=float(perform_in),
-        retry_count=int(retry_count),
-        error=load_error(error) if error else None,
-    )
+    try:
+        unpacker = msgpack.Unpacker(raw=True)
+        unpacker.feed(blob)
+        retry_count, perform_in, error, flat = list(unpacker)
+        pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return Job(
+            id=job_id,
+            payloads=[(_tolerant(load_payload, raw), score) for raw, score in pairs],
+            perform_in=float(perform_in),
+            retry_count=int(retry_count),
+            error=load_error(error) if error else None,
+        )
+    except CORRUPT as exc:
+        problem = f"not a processing record: {type(exc).__name__}: {exc}"
+        return Job(id=job_id, payloads=[(UndecodablePayload(bytes(blob), problem), 0.0)], perform_in=0.0,
+                   retry_count=-1, error=f"<undecodable processing record ({problem})>")
 
 
 def morgue_job(job_id: str, blob: bytes, updated_at: Any, error: bytes | None,

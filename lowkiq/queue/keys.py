@@ -7,18 +7,33 @@ The Redis type is part of each name so a reader knows what to call on it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 PREFIX = "lowkiq:v1"
 FORBIDDEN_IN_QUEUE_NAME = "{}"
+# Letters, digits and "_" of any script, then also ".", ":" and "-": a name that is one URL path
+# segment as it is, and never a Redis Cluster hash tag ({}).
+NAME_PATTERN = re.compile(r"\w[\w.:-]*")
+MAX_NAME_LENGTH = 200
 
 
-def validate_queue_name(name: str) -> str:
+def validate_queue_name(name: str, what: str = "queue_name") -> str:
+    """``name`` if it may name a queue (or, with ``what``, a worker), else ValueError saying why.
+
+    The console puts names in URL paths: "/", "..", "?", "#", "%", whitespace and
+    control characters would make a link lead somewhere else.
+    """
     if not isinstance(name, str) or not name:
-        raise ValueError(f"queue_name must be a non-empty string, got {name!r}")
+        raise ValueError(f"{what} must be a non-empty string, got {name!r}")
     bad = [c for c in FORBIDDEN_IN_QUEUE_NAME if c in name]
     if bad:
-        raise ValueError(f"queue_name {name!r} must not contain {''.join(bad)!r} (they delimit Redis Cluster hash tags)")
+        raise ValueError(f"{what} {name!r} must not contain {''.join(bad)!r} (they delimit Redis Cluster hash tags)")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"{what} {name[:40]!r}... is {len(name)} characters long; at most {MAX_NAME_LENGTH}")
+    if not NAME_PATTERN.fullmatch(name) or ".." in name:
+        raise ValueError(f"{what} {name!r} may hold only letters, digits, '_', '.', ':' and '-', start with a letter, "
+                         f"digit or '_', and not contain '..' (the console puts it in URLs)")
     return name
 
 
@@ -39,7 +54,13 @@ class ShardKeys:
 
     @property
     def ids_lex_zset(self) -> str:
+        """Queued ids that never failed (retry_count -1), all scored 0: sorting and filtering by id."""
         return f"{self.tag}:ids_lex"
+
+    @property
+    def retried_ids_lex_zset(self) -> str:
+        """Queued ids that failed at least once, all scored 0: with ``ids_lex``, every queued id by id."""
+        return f"{self.tag}:retried_ids_lex"
 
     @property
     def ids_by_retry_count_zset(self) -> str:
@@ -81,21 +102,46 @@ class ShardKeys:
         """Fields ``processed`` and ``failed``."""
         return f"{self.tag}:counters"
 
+    @property
+    def lease_hash(self) -> str:
+        """Who may change this shard's processing area: state (held/released), owner (a member id),
+        grant, epoch, cfg_epoch, expires_ms and acquired_ms in Redis server time, and what the
+        owner is doing (thread, taken_ms)."""
+        return f"{self.tag}:lease"
+
+    @property
+    def crashes_hash(self) -> str:
+        """id -> how many times the job's batch was restored after its owner died performing it."""
+        return f"{self.tag}:crashes"
+
     def all(self) -> list[str]:
-        """The KEYS list every script receives, in the order ``scripts/_lib.lua`` names them."""
-        return [
-            self.ids_by_perform_in_zset,
-            self.ids_lex_zset,
-            self.ids_by_retry_count_zset,
-            self.payloads_hash,
-            self.errors_hash,
-            self.processing_hash,
-            self.morgue_ids_lex_zset,
-            self.morgue_ids_by_updated_at_zset,
-            self.morgue_payloads_hash,
-            self.morgue_errors_hash,
-            self.counters_hash,
-        ]
+        """The KEYS list every script receives, in the order of ``SCRIPT_KEYS``."""
+        return [getattr(self, attribute) for _, attribute in SCRIPT_KEYS]
+
+
+# The one definition of the scripts' KEYS: (the Lua local each script knows the key as,
+# the ShardKeys attribute naming it). ``lua_prelude()`` writes the Lua side from it.
+SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
+    ("K_READY", "ids_by_perform_in_zset"),
+    ("K_LEX", "ids_lex_zset"),
+    ("K_RETRIES", "ids_by_retry_count_zset"),
+    ("K_PAYLOADS", "payloads_hash"),
+    ("K_ERRORS", "errors_hash"),
+    ("K_PROCESSING", "processing_hash"),
+    ("K_M_LEX", "morgue_ids_lex_zset"),
+    ("K_M_UPDATED", "morgue_ids_by_updated_at_zset"),
+    ("K_M_PAYLOADS", "morgue_payloads_hash"),
+    ("K_M_ERRORS", "morgue_errors_hash"),
+    ("K_COUNTERS", "counters_hash"),
+    ("K_LEASE", "lease_hash"),
+    ("K_CRASHES", "crashes_hash"),
+    ("K_RLEX", "retried_ids_lex_zset"),
+)
+
+
+def lua_prelude() -> str:
+    """The first lines of every script: a Lua local per key of ``SCRIPT_KEYS``, bound to its KEYS slot."""
+    return "\n".join(f"local {name} = KEYS[{n}]" for n, (name, _) in enumerate(SCRIPT_KEYS, start=1)) + "\n"
 
 
 @dataclass(frozen=True)
@@ -113,6 +159,25 @@ class QueueKeys:
 
     def shards(self) -> list[ShardKeys]:
         return [ShardKeys(self.queue_name, s) for s in range(self.shards_count)]
+
+
+@dataclass(frozen=True)
+class MemberKeys:
+    """The server processes alive now: one hash slot (tag ``{lowkiq}``) for all of them."""
+
+    @property
+    def members_zset(self) -> str:
+        """member id -> heartbeat expiry, ms of Redis server time."""
+        return f"{PREFIX}:{{lowkiq}}:members"
+
+    @property
+    def member_info_hash(self) -> str:
+        """member id -> JSON: host, pid, threads, version, started_ms, state, workers, shards."""
+        return f"{PREFIX}:{{lowkiq}}:member_info"
+
+    def all(self) -> list[str]:
+        """The KEYS list the membership scripts receive."""
+        return [self.members_zset, self.member_info_hash]
 
 
 def registry_hash() -> str:

@@ -1,30 +1,37 @@
-"""Loads the Lua scripts of ``scripts/`` and runs them by SHA.
+"""Loads the Lua scripts of ``scripts/`` and runs them by SHA, through the transport.
 
 redis-py's ``Script`` objects ask Redis ``SCRIPT EXISTS`` before every
 pipeline; on the hot path that would double the round trips. Scripts run
-here by EVALSHA, and only when Redis answers NOSCRIPT (after a restart or
-``SCRIPT FLUSH``) are they loaded again and the call repeated.
+here by EVALSHA; a node that answers NOSCRIPT (after a restart, a
+``SCRIPT FLUSH``, or a failover: ``SCRIPT LOAD`` is not replicated) gets
+the script loaded by the transport, and only that call is repeated.
 
-Every script call goes through a ``Wire``: the EVALSHA command packed here
-with each shard's keys encoded once, replies read straight off the
-connection, at half the client-side cost of redis-py's command path. A
-server thread holds its own Wire (and connection) for the hot path;
-``run``/``run_many`` borrow a pooled connection for one call.
+A call is ``(script name, keyset, args)``: a keyset is any hashable object
+whose ``all()`` lists the script's KEYS, all in one hash slot (one shard's
+``ShardKeys``, or the membership keys). Every script call goes through a
+``Wire``: the EVALSHA command packed here with each keyset's keys encoded
+once, sent to the node that owns the keyset's slot, replies read straight
+off the connection at half the client-side cost of redis-py's command path.
+A server thread holds its own Wire (and connections) for the hot path;
+``run``/``run_many`` borrow pooled connections for one call.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from functools import cache
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 import redis
-from redis.exceptions import NoScriptError
 
-from . import replies
-from .keys import ShardKeys
+from ..transport import Batch, Transport, as_transport
+from ..transport.errors import checked
+from ..transport.resp import bulk, encode
+from ..transport.slots import Keyset, keyset_slot
+from .keys import lua_prelude
 
 NAMES = (
     "push",
@@ -38,7 +45,14 @@ NAMES = (
     "kill_failed",
     "delete_failed",
     "range",
+    "acquire",
+    "renew",
+    "release",
+    "member_beat",
+    "member_leave",
 )
+
+Call = tuple[str, Keyset, Sequence[Any]]
 
 
 @dataclass(frozen=True)
@@ -53,22 +67,23 @@ def script(name: str) -> LuaScript:
     folder = resources.files("lowkiq.queue.scripts")
     lib = folder.joinpath("_lib.lua").read_text(encoding="utf-8")
     body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
-    source = f"{lib}\n{body}"
+    source = f"{lua_prelude()}{lib}\n{body}"
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 
-def load_all(client: redis.Redis) -> None:
-    for name in NAMES:
-        client.script_load(script(name).source)
+@cache
+def library() -> tuple[str, ...]:
+    """Every script's source: a node that answers NOSCRIPT gets them all in one round trip."""
+    return tuple(script(name).source for name in NAMES)
 
 
-def run(client: redis.Redis, name: str, shard: ShardKeys, args: Sequence[Any]) -> Any:
-    """One script on one shard, one round trip (two after a Redis restart)."""
-    return run_many(client, [(name, shard, args)])[0]
+def run(client: Transport | redis.Redis, name: str, keyset: Keyset, args: Sequence[Any]) -> Any:
+    """One script on one keyset, one round trip (two after a NOSCRIPT)."""
+    return run_many(client, [(name, keyset, args)])[0]
 
 
-def run_many(client: redis.Redis, calls: Sequence[tuple[str, ShardKeys, Sequence[Any]]]) -> list[Any]:
-    """Several scripts, each on its own shard, in one pipelined round trip, on a pooled connection.
+def run_many(client: Transport | redis.Redis, calls: Sequence[Call], *, settle: bool = False) -> list[Any]:
+    """Several scripts, each on its own keyset, in one round trip of wall time, on pooled connections.
 
     Errors are raised after every reply was read; see ``Wire.call_many``.
     """
@@ -76,85 +91,67 @@ def run_many(client: redis.Redis, calls: Sequence[tuple[str, ShardKeys, Sequence
         return []
     borrowed = Wire(client)
     try:
-        return borrowed.call_many(calls)
+        return borrowed.call_many(calls, settle=settle)
     finally:
         borrowed.close()
 
 
-def _bulk(value: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(value), value)
+@lru_cache(maxsize=65536)
+def _prefix(name: str, keyset: Keyset) -> tuple[int, bytes, int, str]:
+    """EVALSHA, the SHA, the keys: the part of a call that never changes; its slot; the script's source."""
+    keys = keyset.all()
+    lua = script(name)
+    parts = [b"EVALSHA", lua.sha.encode(), str(len(keys)).encode(), *(k.encode() for k in keys)]
+    return len(parts), b"".join(bulk(p) for p in parts), keyset_slot(keyset), lua.source
 
 
-def _encode(value: Any) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, float):
-        return repr(value).encode()
-    return str(value).encode()
-
-
-@dataclass
 class Wire:
-    """One thread's own connection to Redis, for scripts on the hot path."""
+    """One thread's own connections to Redis (one per node it calls), for scripts on the hot path."""
 
-    client: redis.Redis
-    _connection: Any = None
-    _prefixes: dict[tuple[str, ShardKeys], tuple[int, bytes]] = field(default_factory=dict)
+    def __init__(self, client: Transport | redis.Redis) -> None:
+        self.transport = as_transport(client)
+        self._session = self.transport.session()
+        self._prefixes: dict[tuple[str, Keyset], tuple[int, bytes, int, str]] = {}
 
-    def call(self, name: str, shard: ShardKeys, args: Sequence[Any]) -> Any:
-        return self.call_many([(name, shard, args)])[0]
+    @property
+    def client(self) -> Transport:
+        return self.transport
 
-    def call_many(self, calls: Sequence[tuple[str, ShardKeys, Sequence[Any]]]) -> list[Any]:
-        """Scripts pipelined in one round trip; raises the first error after reading every reply.
+    def call(self, name: str, keyset: Keyset, args: Sequence[Any]) -> Any:
+        return self.call_many([(name, keyset, args)])[0]
 
-        A NOSCRIPT answer (after a Redis restart or SCRIPT FLUSH) only ever means
-        that script did not run, so exactly those calls are repeated.
+    def call_many(self, calls: Sequence[Call], *, settle: bool = False) -> list[Any]:
+        """Scripts pipelined in one round trip of wall time; raises after reading every reply.
+
+        An error alone is raised as Redis answered it; when some calls ran and
+        others failed, ``PartialWrite`` says which ran. With ``settle``, nothing
+        is raised: an error is returned in its call's place (as the exception
+        redis-py would raise; a ConnectionError when its node was lost), so the
+        caller learns every outcome.
         """
-        results = self._send(calls)
-        missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
-        if missing:
-            load_all(self.client)
-            for i, r in zip(missing, self._send([calls[i] for i in missing])):
-                results[i] = r
-        for r in results:
-            if isinstance(r, Exception):
-                raise r
-        return results
-
-    def _send(self, calls: Sequence[tuple[str, ShardKeys, Sequence[Any]]]) -> list[Any]:
         packed = []
-        for name, shard, args in calls:
-            count, prefix = self._prefix(name, shard)
-            packed.append(b"*%d\r\n" % (count + len(args)) + prefix + b"".join(_bulk(_encode(a)) for a in args))
-        conn = self._connect()
-        try:
-            conn.send_packed_command(packed)
-            return replies.read(conn, len(calls))
-        except BaseException:
-            # A reply left unread would answer the next command: start afresh.
-            self.close(disconnect=True)
-            raise
-
-    def _prefix(self, name: str, shard: ShardKeys) -> tuple[int, bytes]:
-        cached = self._prefixes.get((name, shard))
-        if cached is None:
-            keys = shard.all()
-            parts = [b"EVALSHA", script(name).sha.encode(), str(len(keys)).encode(), *(k.encode() for k in keys)]
-            cached = (len(parts), b"".join(_bulk(p) for p in parts))
-            self._prefixes[(name, shard)] = cached
-        return cached
-
-    def _connect(self) -> Any:
-        if self._connection is None:
-            self._connection = self.client.connection_pool.get_connection()
-        return self._connection
+        slots = []
+        sources = []
+        prefixes = self._prefixes
+        for name, keyset, args in calls:
+            cached = prefixes.get((name, keyset))
+            if cached is None:
+                cached = prefixes[(name, keyset)] = _prefix(name, keyset)
+            count, prefix, slot, source = cached
+            packed.append(b"*%d\r\n" % (count + len(args)) + prefix + b"".join([bulk(encode(a)) for a in args]))
+            slots.append(slot)
+            sources.append(source)
+        session = self._session
+        quick = session.quick(packed[0] if len(packed) == 1 else b"".join(packed), len(packed))
+        if quick is None:
+            results = session.execute(Batch(packed, slots, sources, library()))[0]
+        else:
+            results, errors = quick
+            if not errors:
+                return results
+            session.follow(Batch(packed, slots, sources, library()), results)
+        return results if settle else checked(results, calls)
 
     def close(self, *, disconnect: bool = False) -> None:
-        """Give the connection back to the pool."""
-        if self._connection is not None:
-            conn, self._connection = self._connection, None
-            if disconnect:
-                conn.disconnect()
-            self.client.connection_pool.release(conn)
+        """Give the connections back to their pools."""
+        self._session.close(disconnect=disconnect)

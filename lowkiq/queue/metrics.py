@@ -3,22 +3,29 @@
 Every shard of every queue is read with plain commands (ZCARD, HLEN, HMGET,
 ZRANGE 0 0), a few µs each in Redis; a Lua script per shard costs several
 times more at 50 workers x 24 shards. Since the keys never change for a set
-of queues, the whole pipeline is packed into bytes once and cached. The
-reads of one shard are not atomic together; for numbers on a dashboard a job
-moving between two reads of the same millisecond does not matter.
+of queues, the whole pipeline is packed into bytes once and cached (grouped
+per node, on a cluster, once per slot map). The reads of one shard are not
+atomic together; for numbers on a dashboard a job moving between two reads
+of the same millisecond does not matter.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import redis
 
+from .. import membership
+from ..membership import Member
+from ..transport import Batch, NodeReply, Transport, as_transport
+from ..transport.errors import first_error
+from ..transport.resp import pack
+from ..transport.slots import key_slot, keyset_slot
 from .keys import QueueKeys, ShardKeys
-from .replies import read as replies_of
 
 
 class ShardMetrics(NamedTuple):
@@ -74,16 +81,27 @@ def _shard_commands(shard: ShardKeys, kind: str) -> list[tuple[Any, ...]]:
 class MetricsReader:
     """Reads QueueMetrics for many queues with one pre-packed pipeline."""
 
-    def __init__(self, client: redis.Redis) -> None:
-        self.client = client
-        self._packed: dict[tuple[Any, ...], tuple[list[bytes], int]] = {}
+    def __init__(self, client: Transport | redis.Redis) -> None:
+        self.transport = as_transport(client)
+        self._packed: dict[tuple[Any, ...], Batch] = {}
         self._lock = threading.Lock()
 
     def read(self, queues: Sequence[QueueKeys], now: float, *, kind: str = FULL, with_info: bool = False) -> tuple[list[QueueMetrics], dict[str, Any] | None]:
-        """Metrics of ``queues`` (and Redis INFO when asked), in one round trip."""
-        chunks, count = self._pack(tuple(queues), kind, with_info)
-        replies = self._send(chunks, count)
-        info = replies.pop() if with_info else None
+        """Metrics of ``queues`` (and Redis INFO of every node when asked), in one round trip."""
+        measured, info, _ = self._read(queues, now, kind, with_info, with_members=False)
+        return measured, info
+
+    def read_with_members(self, queues: Sequence[QueueKeys], now: float) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
+        """Every metric, Redis INFO of every node and the live server processes, in one round trip."""
+        measured, info, members = self._read(queues, now, FULL, True, with_members=True)
+        return measured, info or {}, members
+
+    def _read(self, queues: Sequence[QueueKeys], now: float, kind: str, with_info: bool,
+              with_members: bool) -> tuple[list[QueueMetrics], dict[str, Any] | None, list[Member]]:
+        batch = self._pack(tuple(queues), kind, with_members)
+        replies, nodes = self.transport.execute(batch, each_node=("INFO",) if with_info else None, replicas=True)
+        first_error(replies)
+        members = membership.from_replies(replies[-len(membership.READ_COMMANDS):]) if with_members else []
         per_shard = 3 if kind == STATS else 6
         out = []
         position = 0
@@ -99,43 +117,30 @@ class MetricsReader:
                     processed, failed = r[5]
                     shards.append(ShardMetrics(r[0], r[3], r[1], r[4], int(processed or 0), int(failed or 0), head))
             out.append(_queue(keys.queue_name, shards, now))
-        return out, _parse_info(info) if info is not None else None
+        return out, redis_info(nodes) if with_info else None, members
 
-    def _pack(self, queues: tuple[QueueKeys, ...], kind: str, with_info: bool) -> tuple[list[bytes], int]:
-        cache_key = (queues, kind, with_info)
-        packed = self._packed.get(cache_key)
-        if packed is None:
-            commands = [c for keys in queues for shard in keys.shards() for c in _shard_commands(shard, kind)]
-            if with_info:
-                commands.append(("INFO",))
-            connection = self.client.connection_pool.get_connection()
-            try:
-                packed = (connection.pack_commands(commands), len(commands))
-            finally:
-                self.client.connection_pool.release(connection)
+    def _pack(self, queues: tuple[QueueKeys, ...], kind: str, with_members: bool = False) -> Batch:
+        cache_key = (queues, kind, with_members)
+        batch = self._packed.get(cache_key)
+        if batch is None:
+            packed, slots = [], []
+            for keys in queues:
+                for shard in keys.shards():
+                    slot = keyset_slot(shard)
+                    for command in _shard_commands(shard, kind):
+                        packed.append(pack(command))
+                        slots.append(slot)
+            if with_members:
+                for command in membership.READ_COMMANDS:
+                    packed.append(pack(command))
+                    slots.append(key_slot(membership.MEMBER_KEYS.members_zset))
+            batch = Batch(packed, slots)
             with self._lock:
                 # Worker sets change on deploys only; keep the cache from growing regardless.
                 if len(self._packed) > 16:
                     self._packed.clear()
-                self._packed[cache_key] = packed
-        return packed
-
-    def _send(self, chunks: list[bytes], count: int) -> list[Any]:
-        pool = self.client.connection_pool
-        connection = pool.get_connection()
-        try:
-            connection.send_packed_command(chunks)
-            replies = replies_of(connection, count)
-            for reply in replies:
-                if isinstance(reply, Exception):
-                    raise reply
-            return replies
-        except BaseException:
-            # Unread replies would be handed to the next user of this connection.
-            connection.disconnect()
-            raise
-        finally:
-            pool.release(connection)
+                self._packed[cache_key] = batch
+        return batch
 
 
 def _queue(name: str, shards: list[ShardMetrics], now: float) -> QueueMetrics:
@@ -175,7 +180,54 @@ def _parse_info(raw: Any) -> dict[str, Any]:
     return info
 
 
-def queue_metrics(client: redis.Redis, queues: Sequence[QueueKeys], now: float | None = None) -> list[QueueMetrics]:
+# Summed over the nodes of a cluster; the rest is the first primary's.
+SUMMED = ("used_memory", "used_memory_peak", "connected_clients", "used_memory_rss", "total_commands_processed")
+
+
+def redis_info(nodes: Sequence[NodeReply]) -> dict[str, Any]:
+    """INFO of every node: the first primary's fields, totals of the summed ones, and ``nodes``.
+
+    ``nodes`` lists each node's name, role, version, memory and clients, or
+    its ``error`` when it did not answer, so an unreachable node is named.
+    """
+    parsed = [(n, None if isinstance(n.reply, BaseException) else _parse_info(n.reply)) for n in nodes]
+    answered = [info for _, info in parsed if info is not None]
+    summary: dict[str, Any] = dict(answered[0]) if answered else {}
+    if len(nodes) > 1:
+        for key in SUMMED:
+            values = [info[key] for info in answered if isinstance(info.get(key), int)]
+            if values:
+                summary[key] = sum(values)
+        for key in ("used_memory", "used_memory_peak"):
+            if key in summary:
+                summary[f"{key}_human"] = _human(summary[key])
+    summary["nodes"] = [
+        {"name": n.name, "primary": n.primary, "error": f"{type(n.reply).__name__}: {n.reply}"} if info is None else {
+            "name": n.name,
+            "primary": n.primary,
+            "role": info.get("role"),
+            "version": info.get("redis_version"),
+            "used_memory": info.get("used_memory"),
+            "used_memory_human": info.get("used_memory_human"),
+            "connected_clients": info.get("connected_clients"),
+            "uptime_in_seconds": info.get("uptime_in_seconds"),
+        }
+        for n, info in parsed
+    ]
+    return summary
+
+
+def _human(size: int) -> str:
+    """Bytes as Redis writes them in INFO (used_memory_human): 1.50M."""
+    value = float(size)
+    for unit in ("B", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            return f"{value:.2f}{unit}" if unit != "B" else f"{int(value)}B"
+        value /= 1024
+    return f"{size}B"  # pragma: no cover
+
+
+def queue_metrics(client: Transport | redis.Redis, queues: Sequence[QueueKeys], now: float | None = None) -> list[QueueMetrics]:
     """Every metric of ``queues``, in one round trip."""
     now = time.time() if now is None else now
     return MetricsReader(client).read(queues, now)[0]

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, Sequence, TypeVar
+from typing import Any, Generic, TypeVar
 
 import redis
 
 from ..jobs import Job, MorgueJob
+from ..transport import Transport, as_transport
+from ..transport.errors import first_error
 from . import codec, lua
 from .keys import QueueKeys
 
@@ -36,7 +39,7 @@ class Cursor:
         return f"{self.score!r}:{self.id}"
 
     @classmethod
-    def decode(cls, token: str) -> "Cursor":
+    def decode(cls, token: str) -> Cursor:
         score, sep, job_id = token.partition(":")
         try:
             if not sep:
@@ -75,13 +78,13 @@ def _limit(limit: int) -> int:
 class Queries:
     def __init__(
         self,
-        client: redis.Redis,
+        client: Transport | redis.Redis,
         keys: QueueKeys,
         *,
         load_payload: Callable[[bytes], Any],
         load_error: Callable[[bytes], str],
     ) -> None:
-        self.client = client
+        self.client = as_transport(client)
         self.keys = keys
         self.load_payload = load_payload
         self.load_error = load_error
@@ -121,7 +124,8 @@ class Queries:
             raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
         return self._page("morgue_" + order_by, desc, min, max, limit, after, before, self.morgue_jobs)
 
-    def _page(self, index, desc, min, max, limit, after, before, fetch) -> Page[Any]:
+    def _page(self, index: str, desc: bool, min: Any, max: Any, limit: int, after: Cursor | None,
+              before: Cursor | None, fetch: Callable[[list[str]], Sequence[Any]]) -> Page[Any]:
         limit = _limit(limit)
         order_by = index.removeprefix("morgue_")
         lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
@@ -149,7 +153,8 @@ class Queries:
         after_score = repr(cursor.score) if cursor else ""
         after_id = cursor.id if cursor else ""
         args = (index, "1" if desc else "0", lo, hi, after_score, after_id, limit)
-        replies = lua.run_many(self.client, [("range", shard, args) for shard in self._shards])
+        # A read: the first error is the answer, whatever the other shards said.
+        replies = first_error(lua.run_many(self.client, [("range", shard, args) for shard in self._shards], settle=True))
         per_shard = [
             [(float(reply[i + 1]), codec.text(reply[i])) for i in range(0, len(reply), 2)] for reply in replies
         ]
@@ -188,14 +193,16 @@ class Queries:
         """Queued jobs by id, in the order given; missing ids are left out."""
         ids = [str(i) for i in ids]
         by_shard = self._group(ids)
-        pipe = self.client.pipeline(transaction=False)
+        commands = []
         for shard, shard_ids in by_shard.items():
             k = self._shards[shard]
-            pipe.hmget(k.payloads_hash, shard_ids)
-            pipe.zmscore(k.ids_by_perform_in_zset, shard_ids)
-            pipe.zmscore(k.ids_by_retry_count_zset, shard_ids)
-            pipe.hmget(k.errors_hash, shard_ids)
-        replies = pipe.execute() if by_shard else []
+            commands += [
+                (k.tag, ("HMGET", k.payloads_hash, *shard_ids)),
+                (k.tag, ("ZMSCORE", k.ids_by_perform_in_zset, *shard_ids)),
+                (k.tag, ("ZMSCORE", k.ids_by_retry_count_zset, *shard_ids)),
+                (k.tag, ("HMGET", k.errors_hash, *shard_ids)),
+            ]
+        replies = self.client.pipeline_commands(commands)
         found: dict[str, Job] = {}
         for n, shard_ids in enumerate(by_shard.values()):
             blobs, performs, retries, errors = replies[4 * n : 4 * n + 4]
@@ -208,7 +215,7 @@ class Queries:
                     id=job_id,
                     payloads=codec.payloads(blob, self.load_payload),
                     perform_in=float(perform_in),
-                    retry_count=int(retry_count) if retry_count is not None else -1,
+                    retry_count=int(float(retry_count)) if retry_count is not None else -1,
                     error=self.load_error(error) if error else None,
                 )
         return [found[i] for i in ids if i in found]
@@ -217,13 +224,15 @@ class Queries:
         """Morgue jobs by id, in the order given; missing ids are left out."""
         ids = [str(i) for i in ids]
         by_shard = self._group(ids)
-        pipe = self.client.pipeline(transaction=False)
+        commands = []
         for shard, shard_ids in by_shard.items():
             k = self._shards[shard]
-            pipe.hmget(k.morgue_payloads_hash, shard_ids)
-            pipe.zmscore(k.morgue_ids_by_updated_at_zset, shard_ids)
-            pipe.hmget(k.morgue_errors_hash, shard_ids)
-        replies = pipe.execute() if by_shard else []
+            commands += [
+                (k.tag, ("HMGET", k.morgue_payloads_hash, *shard_ids)),
+                (k.tag, ("ZMSCORE", k.morgue_ids_by_updated_at_zset, *shard_ids)),
+                (k.tag, ("HMGET", k.morgue_errors_hash, *shard_ids)),
+            ]
+        replies = self.client.pipeline_commands(commands)
         found: dict[str, MorgueJob] = {}
         for n, shard_ids in enumerate(by_shard.values()):
             blobs, updated, errors = replies[3 * n : 3 * n + 3]
@@ -243,17 +252,18 @@ class Queries:
     def busy(self, shards: Sequence[int] | None = None) -> list[Job]:
         """Jobs in processing right now, shard by shard."""
         shards = range(self.keys.shards_count) if shards is None else shards
-        pipe = self.client.pipeline(transaction=False)
-        for s in shards:
-            pipe.hgetall(self._shards[s].processing_hash)
+        keys = [self._shards[s].processing_hash for s in shards]
         jobs = []
-        for records in pipe.execute():
-            for job_id, blob in sorted(records.items()):
+        for reply in self.client.pipeline_commands([(key, ("HGETALL", key)) for key in keys]):
+            # A map in RESP3 (redis-py's default), a flat list in RESP2.
+            records = sorted(reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2]))
+            for job_id, blob in records:
                 jobs.append(codec.processing_record(codec.text(job_id), blob, self.load_payload, self.load_error))
         return jobs
 
     def busy_job(self, job_id: str) -> Job | None:
-        blob = self.client.hget(self._shards[codec.shard_of(job_id, self.keys.shards_count)].processing_hash, job_id)
+        key = self._shards[codec.shard_of(job_id, self.keys.shards_count)].processing_hash
+        [blob] = self.client.pipeline_commands([(key, ("HGET", key, job_id))])
         return codec.processing_record(job_id, blob, self.load_payload, self.load_error) if blob else None
 
     def _group(self, ids: Sequence[str]) -> dict[int, list[str]]:

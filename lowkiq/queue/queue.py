@@ -11,7 +11,11 @@ from typing import Any, Callable, Sequence
 import msgpack
 import redis
 
+from ..errors import PartialEnqueue
 from ..jobs import Job, MorgueJob, PreparedJob
+from ..transport import PartialWrite
+from ..leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
+from ..splitters import Shard
 from . import codec, lua
 from .keys import QueueKeys
 
@@ -32,10 +36,17 @@ class Taken:
     batch must then fail with it, not reach ``perform``.
     """
 
-    shard: int
     jobs: list[Job]
     next_perform_in: float | None
     error: Exception | None = None
+
+
+@dataclass(slots=True)
+class Failed:
+    """What ``Queue.fail`` did: the jobs that entered the morgue, and ids it did not find in processing."""
+
+    morgued: list[MorgueJob]
+    missing: list[str]
 
 
 class Queue:
@@ -47,9 +58,11 @@ class Queue:
         load_payload: Callable[[bytes], Any],
         load_error: Callable[[bytes], str],
         clock: Callable[[], float] = time.time,
+        worker: Any = None,
     ) -> None:
         self.client = client
         self.keys = keys
+        self.worker = worker  # the Worker class, named in the leases this queue hands out
         self.load_payload = load_payload
         self.load_error = load_error
         self.clock = clock
@@ -59,57 +72,99 @@ class Queue:
         return codec.shard_of(job_id, self.keys.shards_count)
 
     def push(self, jobs: Sequence[PreparedJob]) -> int:
-        """Enqueue prepared jobs with merge rule "new job"; one round trip for all shards."""
+        """Enqueue prepared jobs with merge rule "new job"; one round trip for all shards.
+
+        A job without a score or perform_in gets the Redis server's time in the push script;
+        jobs without a score keep their order (each a hair later than the one before).
+        """
         by_shard: dict[int, list[Any]] = defaultdict(list)
+        positions: dict[int, list[int]] = defaultdict(list)
         shards_count = self.keys.shards_count
         pack = msgpack.Packer(use_bin_type=False).pack
-        for job in jobs:
-            # The Lua side stores a new job's payload list as given: encode it here, in C.
-            by_shard[crc32(job.id.encode()) % shards_count].extend(
-                (job.id, repr(job.perform_in), pack((job.payload, job.score)))
+        for position, job in enumerate(jobs):
+            # The Lua side stores a new job's payload list as given: encode it here, in C. A default
+            # score travels as a float64 placeholder that the script overwrites in place.
+            shard = crc32(job.id.encode()) % shards_count
+            by_shard[shard].extend(
+                (job.id, "" if job.perform_in is None else repr(job.perform_in),
+                 pack((job.payload, 0.0 if job.score is None else job.score)), job.score is None)
             )
+            positions[shard].append(position)
+        limit = getattr(self.worker, "max_payloads_per_id", 0)
+        overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
         calls = []
+        call_positions = []
         for shard, flat in sorted(by_shard.items()):
-            step = PUSH_SLICE * 3
+            step = PUSH_SLICE * 4
+            defaults_before = 0
             for i in range(0, len(flat), step):
-                blob = msgpack.packb(flat[i : i + step], use_bin_type=False)
-                calls.append(("push", self._shards[shard], (blob,)))
-        return sum(lua.run_many(self.client, calls))
+                part = flat[i : i + step]
+                blob = msgpack.packb(part, use_bin_type=False)
+                calls.append(("push", self._shards[shard], (blob, defaults_before, limit, overflow)))
+                call_positions.append(positions[shard][i // 4 : (i + step) // 4])
+                defaults_before += sum(1 for flag in part[3::4] if flag)
+        try:
+            return sum(lua.run_many(self.client, calls))
+        except PartialWrite as exc:
+            raise self._partial(exc, call_positions) from exc
+
+    def _partial(self, exc: PartialWrite, call_positions: Sequence[list[int]]) -> PartialEnqueue:
+        """Which jobs the push scripts that ran wrote (each script is one shard's slice, all or nothing)."""
+        written: list[int] = []
+        not_written: list[int] = []
+        uncertain: list[int] = []
+        lost = set(exc.uncertain)
+        for index, jobs in enumerate(call_positions):
+            bucket = written if index in exc.written else uncertain if index in lost else not_written
+            bucket.extend(jobs)
+        first = exc.errors[min(exc.errors)]
+        return PartialEnqueue(self.keys.queue_name, sorted(written), sorted(not_written), sorted(uncertain), first)
 
     def ack_and_take(
         self,
-        ack: tuple[int, Sequence[str]] | None,
-        take: tuple[int, int] | None,
+        ack: tuple[Lease, Sequence[str]] | None,
+        take: tuple[Lease, int] | None,
         now: float | None = None,
         *,
-        ack_queue: "Queue | None" = None,
+        thread: str = "",
         wire: lua.Wire | None = None,
     ) -> Taken | None:
         """Acknowledge one shard's finished batch and take the next batch, in one round trip.
 
-        ``ack`` is (shard, ids) of the batch that succeeded; ``take`` is
-        (shard, limit). On the same shard this is one script call; on two
-        shards, two scripts pipelined together. ``ack_queue`` is the queue
-        the acknowledged shard belongs to when it is not this one (a server
-        thread serving several workers), still one round trip. A server
-        thread passes its own ``wire``; without one, a pooled connection
-        is borrowed for the call.
+        ``ack`` is (lease, ids) of the batch that succeeded; ``take`` is
+        (lease, limit). Each lease names its shard, of this queue or of
+        another (a server thread serves several workers). On the same shard
+        this is one script call; on two shards, two scripts pipelined
+        together. Each script checks the caller's lease and renews it; a
+        refused one raises LeaseRefused (and nothing of that script happened).
+        A server thread passes its own ``wire``; without one, a pooled
+        connection is borrowed for the call.
         """
         now = self.clock() if now is None else now
-        acking = self if ack_queue is None else ack_queue
-        same_shard = ack is not None and take is not None and acking is self and ack[0] == take[0]
+        same_shard = ack is not None and take is not None and ack[0] is take[0]
         calls: list[tuple[str, Any, tuple[Any, ...]]] = []
         if ack is not None and not same_shard:
-            calls.append(("ack_and_take", acking._shards[ack[0]], (now, 0, *ack[1])))
+            lease, ids = ack
+            calls.append(("ack_and_take", lease.keys, (now, 0, lease.grant, ttl_ms(lease.ttl), thread, *ids)))
         if take is not None:
+            lease, limit = take
             acked = ack[1] if same_shard and ack is not None else ()
-            calls.append(("ack_and_take", self._shards[take[0]], (now, take[1], *acked)))
+            calls.append(("ack_and_take", lease.keys, (now, limit, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
         if not calls:
             return None
-        replies = lua.run_many(self.client, calls) if wire is None else wire.call_many(calls)
-        return self._taken(take[0], replies[-1]) if take is not None else None
+        sent_at = time.monotonic()
+        try:
+            replies = lua.run_many(self.client, calls) if wire is None else wire.call_many(calls)
+        except redis.ResponseError as exc:
+            raise refusal(exc) or exc
+        if ack is not None:
+            ack[0].renewed(sent_at)
+        if take is None:
+            return None
+        take[0].renewed(sent_at)
+        return self._taken(replies[-1])
 
-    def _taken(self, shard: int, reply: list[Any]) -> Taken:
+    def _taken(self, reply: list[Any]) -> Taken:
         load_payload, load_error = self.load_payload, self.load_error
         jobs = []
         failure: Exception | None = None
@@ -133,27 +188,31 @@ class Queue:
                 )
             )
         head = reply[0]
-        return Taken(shard, jobs, float(head) if head is not None else None, failure)
+        return Taken(jobs, float(head) if head is not None else None, failure)
 
     def fail(
         self,
-        shard: int,
+        lease: Lease,
         retries: Sequence[tuple[str, float]],
         error: bytes,
         max_retry_count: int,
         now: float | None = None,
-    ) -> list[MorgueJob]:
+    ) -> Failed:
         """A batch failed. ``retries`` is (id, perform_in of its next try) for every job of it.
 
-        Returns the jobs whose oldest payload just entered the morgue.
+        Returns the jobs whose oldest payload just entered the morgue, and the
+        ids that were not in processing (nothing is ever dropped silently).
         """
         now = self.clock() if now is None else now
-        args: list[Any] = [now, max_retry_count, error]
+        args: list[Any] = [now, max_retry_count, error, lease.grant]
         for job_id, perform_in in retries:
             args += (job_id, perform_in)
-        reply = lua.run(self.client, "fail", self._shards[shard], args)
+        try:
+            reply = lua.run(self.client, "fail", lease.keys, args)
+        except redis.ResponseError as exc:
+            raise refusal(exc) or exc
         morgued = []
-        for i in range(0, len(reply), 2):
+        for i in range(1, len(reply), 2):
             morgued.append(
                 MorgueJob(
                     id=reply[i].decode(),
@@ -162,9 +221,20 @@ class Queue:
                     error=self.load_error(error),
                 )
             )
-        return morgued
+        return Failed(morgued, [codec.text(i) for i in reply[0]])
 
-    def restore(self, shards: Sequence[int] | None = None) -> int:
-        """Move every job left in processing back to the queue; returns how many."""
-        shards = range(self.keys.shards_count) if shards is None else shards
-        return sum(lua.run_many(self.client, [("restore", self._shards[s], ()) for s in shards]))
+    def acquire(self, shard: int, member: str, *, ttl: float = 5.0, crash_limit: int = 3,
+                crash_error: bytes = b"the server died while performing this job") -> Lease | Held:
+        """Take shard ``shard``'s lease for ``member``, or learn who holds it (see acquire.lua)."""
+        keys = self._shards[shard]
+        grant = new_grant()
+        sent_at = time.monotonic()
+        reply = lua.run(self.client, "acquire", keys, acquire_call(keys, member, grant, ttl, crash_limit, self.clock(), crash_error)[2])
+        return acquired(Shard(self.worker, shard), keys, grant, ttl, sent_at, reply)
+
+    def restore(self, lease: Lease) -> int:
+        """The lease holder's own in-flight batch goes back to the queue; returns how many ids."""
+        try:
+            return int(lua.run(self.client, "restore", lease.keys, (lease.grant,)))
+        except redis.ResponseError as exc:
+            raise refusal(exc) or exc

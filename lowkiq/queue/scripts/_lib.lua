@@ -1,6 +1,5 @@
--- Prepended to every script. KEYS are ShardKeys.all() of one shard, in this order.
-local K_READY, K_LEX, K_RETRIES, K_PAYLOADS, K_ERRORS, K_PROCESSING = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local K_M_LEX, K_M_UPDATED, K_M_PAYLOADS, K_M_ERRORS, K_COUNTERS = KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
+-- Prepended to every script, after the locals naming its KEYS (K_READY, K_LEX, ...), which
+-- lowkiq.queue.keys.lua_prelude() writes from SCRIPT_KEYS: the one place their order is defined.
 
 -- Lua turns numbers into strings with 14 digits; scores need all 17.
 local function num(n)
@@ -110,9 +109,26 @@ local function remove_from_queue(ids)
   if #ids == 0 then return end
   call_chunked('ZREM', K_READY, ids, 1)
   call_chunked('ZREM', K_LEX, ids, 1)
+  call_chunked('ZREM', K_RLEX, ids, 1)
   call_chunked('ZREM', K_RETRIES, ids, 1)
   call_chunked('HDEL', K_PAYLOADS, ids, 1)
   call_chunked('HDEL', K_ERRORS, ids, 1)
+  call_chunked('HDEL', K_CRASHES, ids, 1)
+end
+
+-- Queued ids are indexed by id twice over: those that never failed in K_LEX, those that
+-- failed in K_RLEX (and by retry count in K_RETRIES). So the console pages through the fresh
+-- ones, the retried ones or all of them (a merge of two ranges) in O(log n + page).
+local function index_retry_count(id, retry_count)
+  if retry_count >= 0 then
+    redis.call('ZADD', K_RETRIES, retry_count, id)
+    redis.call('ZADD', K_RLEX, 0, id)
+    redis.call('ZREM', K_LEX, id)
+  else
+    redis.call('ZREM', K_RETRIES, id)
+    redis.call('ZREM', K_RLEX, id)
+    redis.call('ZADD', K_LEX, 0, id)
+  end
 end
 
 -- Puts a job into the queue, merging with a queued job of the same id.
@@ -122,17 +138,15 @@ local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedu
   local existing = redis.call('HGET', K_PAYLOADS, id)
   if existing then
     payloads = merge_payloads(decode(existing), payloads)
-  else
-    -- payloads come from Redis (processing, morgue): already sorted and unique
-    redis.call('ZADD', K_LEX, 0, id)
   end
+  -- (without a queued job, payloads come from Redis (processing, morgue): already sorted and unique)
   redis.call('HSET', K_PAYLOADS, id, encode(payloads))
   if existing and keep_schedule then return end
   redis.call('ZADD', K_READY, num(perform_in), id)
-  if retry_count >= 0 then
-    redis.call('ZADD', K_RETRIES, retry_count, id)
-  elseif existing then
-    redis.call('ZREM', K_RETRIES, id)
+  if existing or retry_count >= 0 then
+    index_retry_count(id, retry_count)
+  else
+    redis.call('ZADD', K_LEX, 0, id)
   end
   if err then
     redis.call('HSET', K_ERRORS, id, err)
@@ -170,4 +184,51 @@ local function target_ids(mode, first, all_zset)
   local ids = {}
   for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
   return ids
+end
+
+-- Lease times are Redis server time: the clocks of the processes never have to agree.
+local function server_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Fencing: nil when ``grant`` holds this shard's lease now, else the error reply that
+-- refuses the caller (FENCED: another grant or a release came since; LEASE_EXPIRED: nobody
+-- renewed it in time, so another process may take it over at any moment).
+local function refusal(grant, now_ms)
+  local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms')
+  if lease[1] ~= grant or lease[2] ~= 'held' then
+    return redis.error_reply('FENCED ' .. K_LEASE .. ' is not held by grant ' .. tostring(grant))
+  end
+  local late = now_ms - tonumber(lease[3])
+  if late > 0 then
+    return redis.error_reply('LEASE_EXPIRED ' .. K_LEASE .. ' expired ' .. late .. ' ms ago')
+  end
+  return nil
+end
+
+-- Every job left in processing goes back to the queue (merge rule "failed job": its own
+-- retry_count, perform_in and error win). Returns how many.
+local function restore_processing()
+  local records = redis.call('HGETALL', K_PROCESSING)
+  for i = 1, #records, 2 do
+    local retry_count, perform_in, err, payloads = cmsgpack.unpack(records[i + 1])
+    queue_put(records[i], payloads, perform_in, retry_count, err, false)
+  end
+  redis.call('DEL', K_PROCESSING)
+  return #records / 2
+end
+
+-- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
+-- they carried is over.
+local function acknowledge(first)
+  if #ARGV < first then return end
+  local n = 0
+  local crashes = redis.call('EXISTS', K_CRASHES) == 1
+  for i = first, #ARGV, CHUNK do
+    local last = math.min(i + CHUNK - 1, #ARGV)
+    n = n + redis.call('HDEL', K_PROCESSING, unpack(ARGV, i, last))
+    if crashes then redis.call('HDEL', K_CRASHES, unpack(ARGV, i, last)) end
+  end
+  if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
 end

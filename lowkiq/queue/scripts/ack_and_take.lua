@@ -1,15 +1,14 @@
 -- The hot path: acknowledge the shard's finished batch and take its next one, in one step.
--- ARGV[1] = now, ARGV[2] = how many ids to take (0: only ack), ARGV[3..] = ids to acknowledge
+-- Fenced: only the holder of the shard's lease may do it, and doing it renews the lease.
+-- ARGV[1] = now, ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
+-- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6..] = ids to acknowledge
 -- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...}
-local now, limit = ARGV[1], tonumber(ARGV[2])
+local now, limit, grant, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local now_ms = server_ms()
+local refused = refusal(grant, now_ms)
+if refused then return refused end
 
-if #ARGV > 2 then
-  local n = 0
-  for i = 3, #ARGV, CHUNK do
-    n = n + redis.call('HDEL', K_PROCESSING, unpack(ARGV, i, math.min(i + CHUNK - 1, #ARGV)))
-  end
-  if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
-end
+acknowledge(6)
 
 local out = { false }
 if limit > 0 then
@@ -40,9 +39,17 @@ if limit > 0 then
     call_chunked('ZREM', K_READY, ids, 1)
     call_chunked('ZREM', K_LEX, ids, 1)
     call_chunked('HDEL', K_PAYLOADS, ids, 1)
-    if any_retries then call_chunked('ZREM', K_RETRIES, ids, 1) end
+    if any_retries then
+      call_chunked('ZREM', K_RETRIES, ids, 1)
+      call_chunked('ZREM', K_RLEX, ids, 1)
+    end
     if any_errors then call_chunked('HDEL', K_ERRORS, ids, 1) end
+    redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms)
+  else
+    redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl)
   end
+else
+  redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl)
 end
 
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')

@@ -1,9 +1,14 @@
 -- A batch failed: retry each job, or move its oldest payload to the morgue once retries are exhausted.
--- ARGV[1] = now, ARGV[2] = max_retry_count, ARGV[3] = error, ARGV[4..] = id, perform_in of its next try, ...
--- Returns {id, morgued payloads (msgpack), ...} for the jobs that reached the morgue.
+-- Fenced: only the holder of the shard's lease may do it.
+-- ARGV[1] = now, ARGV[2] = max_retry_count, ARGV[3] = error, ARGV[4] = grant,
+-- ARGV[5..] = id, perform_in of its next try, ...
+-- Returns {{ids not found in processing}, id, morgued payloads (msgpack), ...}: the second part
+-- for the jobs that reached the morgue. A job missing from processing is reported, never skipped silently.
 local now, max_retry_count, err = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local morgued, failed = {}, 0
-for i = 4, #ARGV, 2 do
+local refused = refusal(ARGV[4], server_ms())
+if refused then return refused end
+local missing, morgued, failed = {}, { false }, {}
+for i = 5, #ARGV, 2 do
   local id, next_perform_in = ARGV[i], tonumber(ARGV[i + 1])
   local record = redis.call('HGET', K_PROCESSING, id)
   if record then
@@ -23,8 +28,15 @@ for i = 4, #ARGV, 2 do
       queue_put(id, payloads, next_perform_in, retry_count, err, false)
     end
     redis.call('HDEL', K_PROCESSING, id)
-    failed = failed + 1
+    failed[#failed + 1] = id
+  else
+    missing[#missing + 1] = id
   end
 end
-if failed > 0 then redis.call('HINCRBY', K_COUNTERS, 'failed', failed) end
+if #failed > 0 then
+  redis.call('HINCRBY', K_COUNTERS, 'failed', #failed)
+  -- The process lived through the perform: earlier crashes of these jobs no longer count.
+  if redis.call('EXISTS', K_CRASHES) == 1 then call_chunked('HDEL', K_CRASHES, failed, 1) end
+end
+morgued[1] = missing
 return morgued

@@ -15,29 +15,45 @@ local key = zsets[index]
 local out = {}
 local STEP = math.max(limit, 100)
 
-if index == 'id' or index == 'fresh' or index == 'morgue_id' then
+-- Up to ``limit`` ids of a lex zset inside the bounds, after the cursor.
+local function lex_page(zset)
   local lo = (min ~= '' and '[' .. min) or '-'
   local hi = (max ~= '' and '[' .. max) or '+'
   if after_id ~= '' then
     if desc then hi = '(' .. after_id else lo = '(' .. after_id end
   end
-  local offset = 0
-  while #out < 2 * limit do
-    local chunk
-    if desc then
-      chunk = redis.call('ZRANGE', key, hi, lo, 'BYLEX', 'REV', 'LIMIT', offset, STEP)
+  if desc then
+    return redis.call('ZRANGE', zset, hi, lo, 'BYLEX', 'REV', 'LIMIT', 0, limit)
+  end
+  return redis.call('ZRANGE', zset, lo, hi, 'BYLEX', 'LIMIT', 0, limit)
+end
+
+if index == 'fresh' or index == 'morgue_id' then
+  for _, id in ipairs(lex_page(key)) do
+    out[#out + 1] = id
+    out[#out + 1] = (index == 'fresh' and '-1') or '0'
+  end
+  return out
+end
+
+if index == 'id' then
+  -- Every queued id: the fresh ones and the retried ones, each a page of its own index, merged.
+  local a, b = lex_page(K_LEX), lex_page(K_RLEX)
+  local i, j = 1, 1
+  while #out < 2 * limit and (i <= #a or j <= #b) do
+    local take_a
+    if i > #a then take_a = false
+    elseif j > #b then take_a = true
+    elseif desc then take_a = bytes_lt(b[j], a[i])
+    else take_a = bytes_lt(a[i], b[j]) end
+    if take_a then
+      out[#out + 1] = a[i]
+      i = i + 1
     else
-      chunk = redis.call('ZRANGE', key, lo, hi, 'BYLEX', 'LIMIT', offset, STEP)
+      out[#out + 1] = b[j]
+      j = j + 1
     end
-    for _, id in ipairs(chunk) do
-      if index ~= 'fresh' or not redis.call('ZSCORE', K_RETRIES, id) then
-        out[#out + 1] = id
-        out[#out + 1] = (index == 'fresh' and '-1') or '0'
-        if #out >= 2 * limit then break end
-      end
-    end
-    if #chunk < STEP then break end
-    offset = offset + #chunk
+    out[#out + 1] = '0'
   end
   return out
 end

@@ -1,0 +1,58 @@
+"""Running the user's app file, the one that calls ``lowkiq.configure(workers=[...])``.
+
+The server (``lowkiq -r app.py``), the console (``LOWKIQ_APP=app.py``) and
+``lowkiq web --app`` load it the same way: as a module named after the file,
+with the file's folder on ``sys.path`` (as ``python app.py`` would have it),
+and they check the same things of it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+from . import runtime as runtime_module
+from .runtime import Runtime
+
+
+class AppFileError(Exception):
+    """The app file is missing, raised while loading, or does not configure lowkiq with workers."""
+
+
+def load(path: str, *, as_main_app: bool = True) -> Runtime:
+    """Run the app file; the runtime it configured (with at least one worker).
+
+    The server runs it as the module named after the file (``app.py``: ``app``), so that the
+    app's own modules can ``import app`` and get the same one. A process that only reads it
+    (``as_main_app=False``, the console mounted in another app) gives it a name of its own.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise AppFileError(f"{path}: no such file (the app that calls lowkiq.configure(workers=[...]))")
+    file = file.resolve()
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))
+    name = file.stem if as_main_app and file.stem not in sys.modules else f"lowkiq_app_{file.stem}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise AppFileError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    before = runtime_module._current
+    runtime_module._current = None
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        runtime_module._current = before
+        sys.modules.pop(name, None)
+        detail = "".join(traceback.format_exception(exc)).rstrip()
+        raise AppFileError(f"{path} raised while loading:\n{detail}") from exc
+    configured = runtime_module._current
+    if configured is None:
+        runtime_module._current = before
+        raise AppFileError(f"{path} does not configure lowkiq: it must call lowkiq.configure(workers=[...])")
+    if not configured.settings.workers:
+        raise AppFileError(f"{path} configures no workers: call lowkiq.configure(workers=[YourWorker, ...])")
+    return configured

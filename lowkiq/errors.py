@@ -1,0 +1,37 @@
+"""Errors a producer may need to tell apart."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class PartialEnqueue(Exception):
+    """``perform_async`` wrote some jobs and not others: Redis failed for part of the call.
+
+    Each push script writes one shard's slice of the call atomically, so every
+    job is in exactly one of ``written``, ``not_written`` or ``uncertain`` (its
+    script's reply was lost: written or not), each a list of positions in the
+    list given to ``perform_async``. Enqueueing again the jobs not known to be
+    written, or the whole call, is safe: an equal payload merges into the
+    queued job (its lower score is kept)::
+
+        try:
+            OrdersWorker.perform_async(jobs)
+        except lowkiq.PartialEnqueue as exc:
+            OrdersWorker.perform_async([jobs[i] for i in exc.not_written + exc.uncertain])
+    """
+
+    def __init__(self, queue_name: str, written: Sequence[int], not_written: Sequence[int],
+                 uncertain: Sequence[int], cause: BaseException) -> None:
+        self.queue_name = queue_name
+        self.written = list(written)
+        self.not_written = list(not_written)
+        self.uncertain = list(uncertain)
+        self.cause = cause
+        total = len(self.written) + len(self.not_written) + len(self.uncertain)
+        super().__init__(
+            f"perform_async on queue {queue_name!r} wrote {len(self.written):,} of {total:,} jobs before Redis "
+            f"failed ({type(cause).__name__}: {cause}); {len(self.not_written):,} were not written"
+            + (f" and {len(self.uncertain):,} may or may not have been" if self.uncertain else "")
+            + ". Its written / not_written / uncertain list the jobs' positions; enqueueing them again is safe."
+        )

@@ -1,0 +1,72 @@
+"""What a running ``perform`` may know about the shard it holds: ``lowkiq.context()``.
+
+A perform that writes to another store can fence those writes with the
+shard's fencing token, which rises with every change of owner: a store that
+remembers the highest token it saw per entity and refuses lower ones cannot
+be written by a process that lost the shard while paused. A long perform can
+watch ``lease_remaining()`` and stop in time.
+
+Example::
+
+    class OrdersWorker(lowkiq.Worker):
+        def perform(self, payloads_by_id):
+            token = lowkiq.context().fencing_token
+            for id, payloads in payloads_by_id.items():
+                db.execute("UPDATE orders SET data = %s, token = %s WHERE id = %s AND token <= %s",
+                           (payloads[-1], list(token), id, list(token)))
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .leases import Lease
+
+_local = threading.local()
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The worker and shard of the running perform, and the lease its process holds on that shard."""
+
+    worker: str
+    shard: int
+    lease: "Lease"
+
+    @property
+    def fencing_token(self) -> tuple[int, int]:
+        """(cluster config epoch, lease epoch): compare as a tuple; a newer owner's token is higher."""
+        return self.lease.fencing_token
+
+    @property
+    def lease_deadline(self) -> float:
+        """``time.monotonic()`` value after which another process may hold this shard (renewals move it)."""
+        return self.lease.deadline
+
+    def lease_remaining(self) -> float:
+        """Seconds left before the lease may be lost, if nothing renews it; negative when already past."""
+        return self.lease.remaining()
+
+    @property
+    def lease_lost(self) -> bool:
+        """True once this process learnt that another one holds the shard: stop, nothing will be acknowledged."""
+        return self.lease.lost is not None
+
+
+def context() -> Context:
+    """The running perform's context. Outside a perform, a RuntimeError."""
+    current: Context | None = getattr(_local, "current", None)
+    if current is None:
+        raise RuntimeError("lowkiq.context() is only available inside a worker's perform")
+    return current
+
+
+def enter(current: Context) -> None:
+    _local.current = current
+
+
+def leave() -> None:
+    _local.current = None

@@ -1,0 +1,127 @@
+"""Shard leases: which server process may change a shard's processing area, and until when.
+
+A lease lives in the shard's own hash slot (``ShardKeys.lease_hash``), so the
+scripts that move jobs in and out of processing check it atomically: a caller
+whose grant is not the current one, or whose lease expired, is refused with
+``FENCED`` or ``LEASE_EXPIRED`` and changes nothing. Leases expire in Redis
+server time; a process only ever compares durations on its own monotonic
+clock, so no two clocks have to agree.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import redis
+
+from .queue.keys import ShardKeys
+from .splitters import Shard
+
+REFUSALS = ("FENCED", "LEASE_EXPIRED")
+# A lease is treated as lost this long before it expires in Redis: the reply of the
+# renewal may have taken that long to come back.
+MARGIN = 0.5
+
+
+class LeaseRefused(Exception):
+    """Redis refused a write: the caller no longer holds the shard's lease.
+
+    The write did not happen. The caller must drop the shard, not retry.
+    """
+
+    def __init__(self, reason: str, lease_key: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.lease_key = lease_key
+
+
+def refusal(exc: BaseException) -> LeaseRefused | None:
+    """The LeaseRefused an error reply means, or None for any other error."""
+    if isinstance(exc, LeaseRefused):
+        return exc
+    if not isinstance(exc, redis.ResponseError):
+        return None
+    text = str(exc)
+    reason, _, rest = text.partition(" ")
+    if reason not in REFUSALS:
+        return None
+    return LeaseRefused(reason, rest.split(" ", 1)[0], text)
+
+
+def new_grant() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(eq=False, slots=True)
+class Lease:
+    """A shard's lease as its holder knows it.
+
+    ``renewed_at`` is the monotonic time at which the last renewal that Redis
+    accepted was *sent*: counting from the send makes the local deadline err
+    on the early side, whatever the reply's delay.
+    """
+
+    shard: Shard
+    keys: ShardKeys
+    grant: str
+    epoch: int
+    cfg_epoch: int
+    ttl: float
+    renewed_at: float
+    lost: str | None = None
+    restored: int = 0
+    morgued: list[str] = field(default_factory=list)
+
+    @property
+    def fencing_token(self) -> tuple[int, int]:
+        """Rises with every grant of this shard: (cluster config epoch, lease epoch)."""
+        return (self.cfg_epoch, self.epoch)
+
+    @property
+    def deadline(self) -> float:
+        """Monotonic time after which this process must assume another one holds the shard."""
+        return self.renewed_at + self.ttl - MARGIN
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def renewed(self, sent_at: float) -> None:
+        if sent_at > self.renewed_at:
+            self.renewed_at = sent_at
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The lease is someone else's for ``ms_left`` more milliseconds."""
+
+    owner: str
+    ms_left: int
+
+
+def ttl_ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def acquire_call(keys: ShardKeys, member: str, grant: str, ttl: float, crash_limit: int, now: float,
+                 crash_error: bytes) -> tuple[str, ShardKeys, tuple[Any, ...]]:
+    return ("acquire", keys, (member, grant, ttl_ms(ttl), crash_limit, now, crash_error))
+
+
+def acquired(shard: Shard, keys: ShardKeys, grant: str, ttl: float, sent_at: float, reply: Sequence[Any]) -> Lease | Held:
+    """The outcome of an ``acquire`` script (see acquire.lua for the reply)."""
+    if int(reply[0]) == 0:
+        owner = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+        return Held(owner, int(reply[2]))
+    morgued = [i.decode() if isinstance(i, bytes) else str(i) for i in reply[4]]
+    return Lease(shard, keys, grant, int(reply[1]), int(reply[2]), ttl, sent_at, restored=int(reply[3]), morgued=morgued)
+
+
+def renew_call(lease: Lease) -> tuple[str, ShardKeys, tuple[Any, ...]]:
+    return ("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+
+
+def release_call(lease: Lease, acked: Sequence[str] = ()) -> tuple[str, ShardKeys, tuple[Any, ...]]:
+    return ("release", lease.keys, (lease.grant, *acked))

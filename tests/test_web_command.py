@@ -1,0 +1,158 @@
+"""`lowkiq web`: the standalone console under gunicorn, its defaults, what it prints, its signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import redis
+
+import lowkiq
+from lowkiq import connection, registry, web_command
+from redis_server import free_port
+from server_support import lowkiq_bin
+
+APP = textwrap.dedent('''
+    import lowkiq
+
+
+    class Invoices(lowkiq.Worker):
+        def perform(self, payloads_by_id):
+            pass
+
+
+    lowkiq.configure(workers=[Invoices])
+''')
+
+
+def plan(capsys, *argv: str, env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str], list[str]]:
+    command, environ = web_command.plan(web_command.parser().parse_args(list(argv)), dict(env or {}))
+    return command, environ, capsys.readouterr().out.splitlines()
+
+
+def test_defaults(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    command, env, out = plan(capsys)
+    workers = str(min(4, os.cpu_count() or 1))
+    assert command[-7:] == ["--bind", "127.0.0.1:5000", "--workers", workers, "--threads", "4",
+                            "lowkiq.webui:create_app()"]
+    assert command[1:3] == ["-m", "gunicorn"]
+    assert out[0].startswith("lowkiq console: http://127.0.0.1:5000/")
+    assert out[1] == "watching Redis: embedded at ./.lowkiq"
+    assert not (tmp_path / ".lowkiq").exists()  # the console's processes start it, not this one
+
+
+def test_the_redis_it_watches_is_printed_without_its_password(capsys):
+    _, env, out = plan(capsys, "--redis-url", "redis://ops:s3cret@cache.internal:6380/2")
+    assert env["LOWKIQ_REDIS_URL"] == "redis://ops:s3cret@cache.internal:6380/2"
+    assert out[1] == "watching Redis: redis://cache.internal:6380/2"
+    _, _, out = plan(capsys, env={"REDIS_URL": "redis://:s3cret@10.0.0.5"})
+    assert out[1] == "watching Redis: redis://10.0.0.5:6379/0"
+    assert "s3cret" not in "".join(out)
+
+
+def test_gunicorn_cmd_args_fill_what_is_not_given(capsys):
+    command, _, out = plan(capsys, "--threads", "2", env={"GUNICORN_CMD_ARGS": "--bind 0.0.0.0:8000 -w 3 --timeout 60"})
+    assert command[-3:] == ["--threads", "2", "lowkiq.webui:create_app()"]
+    assert "--bind" not in command and "--workers" not in command
+    assert out[0] == "lowkiq console: http://0.0.0.0:8000/  (3 workers x 2 threads)"
+    command, _, _ = plan(capsys, "--bind", "127.0.0.1:9000", env={"GUNICORN_CMD_ARGS": "--bind 0.0.0.0:8000"})
+    assert command[command.index("--bind") + 1] == "127.0.0.1:9000"
+
+
+def test_the_app_is_passed_on_and_its_redis_is_the_one_shown(capsys, tmp_path):
+    (tmp_path / "app.py").write_text(APP)
+    _, env, out = plan(capsys, "--app", str(tmp_path / "app.py"), env={"LOWKIQ_REDIS_URL": "redis://db.example:6379/1"})
+    assert env["LOWKIQ_APP"] == str(tmp_path / "app.py")
+    assert out[1] == "watching Redis: redis://db.example:6379/1"
+    _, _, out = plan(capsys, "--app", str(tmp_path / "app.py"))
+    assert out[1] == f"watching Redis: embedded at {tmp_path / '.lowkiq'}"
+
+
+def test_usage_errors_are_one_line(capsys, tmp_path):
+    assert web_command.main(["--app", str(tmp_path / "missing.py")]) == 2
+    assert capsys.readouterr().err.strip() == f"lowkiq web: {tmp_path / 'missing.py'}: no such file (the app that calls lowkiq.configure(workers=[...]))"
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no database')\n")
+    assert web_command.main(["--app", str(tmp_path / "broken.py")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("lowkiq web: ") and "no database" in err and "\n" not in err
+
+
+# ---- end to end ------------------------------------------------------------------
+
+
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        assert reply.status == 200
+        return reply.read()
+
+
+def start(*args: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    port = free_port()
+    # A session of its own: only the signals this test sends reach it.
+    process = subprocess.Popen([lowkiq_bin(), "web", "--bind", f"127.0.0.1:{port}", "--workers", "1", *args],
+                               cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)
+    base = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 30
+    while True:
+        assert process.poll() is None, process.stdout.read()
+        try:
+            get(base)
+            return process, base
+        except OSError:
+            assert time.monotonic() < deadline, "the console never answered"
+            time.sleep(0.2)
+
+
+def stop(process: subprocess.Popen[str], signum: int, base: str) -> str:
+    process.send_signal(signum)
+    out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, out
+    with pytest.raises(OSError):  # gunicorn went with it
+        get(base)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_serves_the_dashboard_and_the_api_until_a_signal(tmp_path, r, redis_url, signum):
+    class Orders(lowkiq.Worker):  # what a server or a client of some app registered
+        shards_count = 3
+
+    registry.register(r, [Orders])
+    env = {**os.environ, "LOWKIQ_REDIS_URL": redis_url}
+    process, base = start(cwd=tmp_path, env=env)
+    try:
+        assert b"Orders" in get(base)
+        stats = json.loads(get(base + "api/v1/stats"))
+        assert stats["by_worker"]["Orders"] == {"length": 0, "morgue_length": 0, "lag": 0}
+    finally:
+        out = stop(process, signum, base)
+    assert f"lowkiq console: {base}" in out
+    assert f"watching Redis: {redis_url}" in out
+
+
+@pytest.mark.slow
+def test_an_app_on_its_embedded_redis(tmp_path):
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    (app_dir / "app.py").write_text(APP)
+    env = {k: v for k, v in os.environ.items() if k not in ("LOWKIQ_REDIS_URL", "REDIS_URL", "LOWKIQ_APP")}
+    try:
+        process, base = start("--app", "app/app.py", cwd=tmp_path, env=env)
+        try:
+            assert b"Invoices" in get(base)
+        finally:
+            out = stop(process, signal.SIGTERM, base)
+        assert "watching Redis: embedded at ./app/.lowkiq" in out
+        assert redis.Redis(unix_socket_path=str(app_dir / ".lowkiq" / "redis.sock")).ping()
+    finally:
+        connection.stop_embedded(app_dir / ".lowkiq")
