@@ -3,6 +3,7 @@
     lowkiq -r ./path_to_app.py            # the file calls lowkiq.configure(workers=[...])
     lowkiq -r app.py --threads 10 --scheduler seq
     lowkiq -r app.py --nodes 3 --node-number 0
+    lowkiq -r app.py --change-layout OrdersWorker   # record a new shards_count, queue empty
     lowkiq --stop-embedded                # stop the embedded Redis of ./.lowkiq
 
 Options given here win over the app's ``configure()`` and the environment.
@@ -19,12 +20,14 @@ from typing import Any, Sequence
 
 import redis
 
-from . import __version__, app_file, connection
+from . import __version__, app_file, connection, layout
 from . import runtime as runtime_module
 from .config import Settings
+from .errors import LayoutMismatch
 from .options import OPTIONS, Option
 from .runtime import Runtime
 from .server import NoWorkers, Server
+from .transport import TopologyError
 
 EXIT_USAGE = 2
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -54,6 +57,8 @@ def parser() -> argparse.ArgumentParser:
                        choices=option.choices, help=option.help + (f" [{option.env}]" if option.env else ""))
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="default INFO; DEBUG logs every batch")
+    p.add_argument("--change-layout", metavar="WORKER", help="record WORKER's shards_count as its queue's layout "
+                   "and exit; refused while a server serves the queue or it holds jobs")
     p.add_argument("--stop-embedded", action="store_true", help="stop the embedded Redis of ./.lowkiq and exit")
     p.add_argument("-V", "--version", action="version", version=f"lowkiq {__version__}")
     return p
@@ -89,12 +94,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CliError("nothing to run: give the app file with -r ./path_to_app.py (see --help)")
         runtime = load(args.require, overrides(args))
         check_redis(runtime)
+        if args.change_layout:
+            return change_layout(runtime, args.change_layout)
         return Server(runtime).run()
     except CliError as exc:
         print(f"lowkiq: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except NoWorkers as exc:
         print(f"lowkiq: {args.require}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (LayoutMismatch, layout.LayoutChangeRefused) as exc:
+        print(f"lowkiq: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         print(f"lowkiq: lost Redis while starting: {exc}", file=sys.stderr)
@@ -129,11 +139,30 @@ def as_options(settings: Settings) -> dict[str, Any]:
 
 
 def check_redis(runtime: Runtime) -> None:
-    url = runtime.settings.redis_url or f"the embedded Redis in {os.path.abspath(connection.EMBEDDED_DIR)}"
+    """Redis answers as configured, else one line: unreachable, a refused password, a wrong URL or topology."""
+    url = runtime.settings.redis_url
+    shown = connection.describe(url) if url else f"the embedded Redis in {os.path.abspath(connection.EMBEDDED_DIR)}"
     try:
         runtime.client.ping()
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        raise CliError(f"cannot reach Redis at {url}: {exc}") from exc
+    except ValueError as exc:
+        raise CliError(f"redis_url {shown}: {exc}") from exc
+    except TopologyError as exc:
+        raise CliError(f"Redis at {shown}: {exc}") from exc
+    except (redis.RedisError, OSError) as exc:
+        raise CliError(f"cannot reach Redis at {shown}: {exc}") from exc
+
+
+def change_layout(runtime: Runtime, worker_name: str) -> int:
+    workers = {w.__name__: w for w in runtime.settings.workers}
+    if worker_name not in workers:
+        raise CliError(f"--change-layout {worker_name}: the app has no such worker (it has {', '.join(sorted(workers))})")
+    worker = workers[worker_name]
+    before = layout.change(runtime.client, worker)
+    if before == worker.shards_count:
+        print(f"queue {worker.queue_name!r} is already split into {before} shards")
+    else:
+        print(f"queue {worker.queue_name!r}: {before or 'no'} shards recorded before, {worker.shards_count} now")
+    return 0
 
 
 if __name__ == "__main__":

@@ -35,3 +35,23 @@ class PartialEnqueue(Exception):
             + (f" and {len(self.uncertain):,} may or may not have been" if self.uncertain else "")
             + ". Its written / not_written / uncertain list the jobs' positions; enqueueing them again is safe."
         )
+
+
+class LayoutMismatch(Exception):
+    """This process splits a queue into another number of shards than the one recorded in Redis.
+
+    Two layouts at once would hash one id into two shards: the id could run in two places
+    and its versions out of order. Nothing was enqueued and no server started.
+    """
+
+    def __init__(self, worker_name: str, queue_name: str, here: int, recorded: int) -> None:
+        self.worker_name = worker_name
+        self.queue_name = queue_name
+        self.here = here
+        self.recorded = recorded
+        super().__init__(
+            f"{worker_name}: shards_count is {here} here, but queue {queue_name!r} is split into {recorded} "
+            f"shards in Redis (recorded by the producers and servers that used it first). Give every process the "
+            f"same shards_count; to change the layout on purpose, stop its servers and producers, drain the queue, "
+            f"then run `lowkiq -r APP.py --change-layout {worker_name}` (see README, Operations)."
+        )

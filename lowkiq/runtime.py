@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import redis
 
-from . import connection, registry
+from . import connection, layout, registry
 from .config import Settings, build_settings
 from .jobs import prepare
 from .middleware import run_chain
@@ -84,6 +84,8 @@ class Runtime:
         return run_chain(self.settings.client_middlewares, worker, jobs, write)
 
     def register(self, workers: Sequence[type["Worker"]]) -> None:
+        """Record the workers for the console, after checking their layout (``LayoutMismatch``)."""
+        layout.claim(self.client, workers)
         registry.register(self.client, workers)
         self._registered.update(w.__name__ for w in workers)
 

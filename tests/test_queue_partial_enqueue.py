@@ -33,7 +33,8 @@ def test_an_out_of_memory_half_way_names_the_written_and_the_unwritten_jobs(smal
     with pytest.raises(lowkiq.PartialEnqueue) as caught:
         Bulky.perform_async(jobs)
     exc = caught.value
-    assert isinstance(exc.cause, redis.exceptions.OutOfMemoryError)
+    # Redis 7 refuses the script before it runs; 6.2 refuses its first write (a script error quoting OOM).
+    assert isinstance(exc.cause, redis.exceptions.OutOfMemoryError) or "OOM command not allowed" in str(exc.cause)
     assert exc.written and exc.not_written and not exc.uncertain
     assert sorted(exc.written + exc.not_written) == list(range(len(jobs)))
     assert f"wrote {len(exc.written):,} of 20,000 jobs" in str(exc)

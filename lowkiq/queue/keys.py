@@ -180,6 +180,20 @@ class MemberKeys:
         return [self.members_zset, self.member_info_hash]
 
 
+@dataclass(frozen=True)
+class LayoutKeys:
+    """How many shards each queue is split into, as every producer and server must agree: one hash slot."""
+
+    @property
+    def layouts_hash(self) -> str:
+        """queue name -> shards_count, set by the first producer or server of the queue."""
+        return f"{PREFIX}:{{lowkiq}}:layouts"
+
+    def all(self) -> list[str]:
+        """The KEYS list the layout script receives."""
+        return [self.layouts_hash]
+
+
 def registry_hash() -> str:
     """Worker name -> JSON {queue_name, shards_count}: lets the console find queues without app code."""
     return f"{PREFIX}:registry"

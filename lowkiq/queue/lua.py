@@ -50,6 +50,7 @@ NAMES = (
     "release",
     "member_beat",
     "member_leave",
+    "layout",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]
