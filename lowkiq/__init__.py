@@ -5,11 +5,11 @@ updates to one entity becomes one job with its versions in order.
 """
 
 from .job_context import context
-from .errors import LayoutMismatch, PartialEnqueue
+from .errors import LayoutMismatch, NotDurable, PartialEnqueue
 from .jobs import Job, MorgueJob
 from .runtime import configure, current
 from .worker import Worker
 
 __version__ = "0.1.0"
 
-__all__ = ["Worker", "configure", "context", "current", "Job", "MorgueJob", "LayoutMismatch", "PartialEnqueue", "__version__"]
+__all__ = ["Worker", "configure", "context", "current", "Job", "MorgueJob", "LayoutMismatch", "NotDurable", "PartialEnqueue", "__version__"]

@@ -55,6 +55,10 @@ class Settings:
     long_perform: float = 300.0
     # a name that outlives the process (a pod's name): a restart tends to get its shards back
     member_name: str = ""
+    # perform_async waits until a replica holds the jobs, else raises NotDurable
+    durable_enqueue: bool = False
+    # how long lease grants and durable enqueues wait for a replica (Redis WAIT), seconds
+    replica_wait: float = 1.0
 
 
 def redis_url_from(explicit: str | None, environ: Mapping[str, str]) -> str | None:
@@ -104,7 +108,9 @@ def _validate(settings: Settings) -> None:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if not (0 <= settings.node_number < settings.number_of_nodes):
         raise ValueError(f"node_number must be in 0..{settings.number_of_nodes - 1}, got {settings.node_number}")
-    for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform"):
+    if not isinstance(settings.durable_enqueue, bool):
+        raise ValueError(f"durable_enqueue must be True or False, got {settings.durable_enqueue!r}")
+    for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform", "replica_wait"):
         if not _number(getattr(settings, name)) or getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be a number > 0, got {getattr(settings, name)!r}")
     for name in ("settle", "min_perform_budget", "shutdown_timeout"):

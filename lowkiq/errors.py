@@ -55,3 +55,23 @@ class LayoutMismatch(Exception):
             f"same shards_count; to change the layout on purpose, stop its servers and producers, drain the queue, "
             f"then run `lowkiq -r APP.py --change-layout {worker_name}` (see README, Operations)."
         )
+
+
+class NotDurable(Exception):
+    """``durable_enqueue`` is on and no replica confirmed some of the jobs in time (Redis ``WAIT``).
+
+    Every job was written to its primary; ``unconfirmed`` lists the positions (in the
+    list given to ``perform_async``) of the jobs whose primary had no replica
+    acknowledge them within ``replica_wait``: a failover now could lose them.
+    Enqueueing them again is safe (an equal payload merges).
+    """
+
+    def __init__(self, queue_name: str, unconfirmed: Sequence[int], total: int, nodes: Sequence[str]) -> None:
+        self.queue_name = queue_name
+        self.unconfirmed = list(unconfirmed)
+        self.nodes = list(nodes)
+        super().__init__(
+            f"perform_async on queue {queue_name!r}: no replica of {', '.join(self.nodes)} confirmed "
+            f"{len(self.unconfirmed):,} of {total:,} jobs in time (durable_enqueue); they are written to the "
+            f"primary but a failover could lose them. Its unconfirmed lists their positions."
+        )

@@ -36,6 +36,8 @@ log = logging.getLogger("lowkiq.server")
 CRASH_ERROR = ("lowkiq: the server process died while performing this job {limit} times in a row "
                "(its lease expired with the job in processing); moved to the morgue so that it stops "
                "taking servers down")
+# Seconds between reads of how many replicas each primary has.
+REPLICAS_EVERY = 10.0
 REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
 
 
@@ -64,6 +66,9 @@ class Keeper:
         self.draining = False
         self.wake = threading.Event()
         self.ticked_at = time.monotonic()
+        # Replicas per primary: grants on a primary that has any wait until one holds them (WAIT).
+        self.replicas: dict[str, int] = {}
+        self.replicas_read_at = -REPLICAS_EVERY
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
         self._crash_error = runtime.settings.dump_error(CRASH_ERROR.format(limit=s.crash_limit))
 
@@ -100,6 +105,9 @@ class Keeper:
 
     def tick(self) -> None:
         self.beat()
+        if time.monotonic() - self.replicas_read_at >= REPLICAS_EVERY:
+            self.replicas = self.client.replica_counts()
+            self.replicas_read_at = time.monotonic()
         if self.draining:
             self.renew_due()
             return
@@ -220,11 +228,21 @@ class Keeper:
             keys = self.workers[queue].keys().shard(index)
             calls.append(leases.acquire_call(keys, self.member_id, grant, s.lease_ttl, s.crash_limit, now, self._crash_error))
         sent_at = time.monotonic()
-        replies = self.wire.call_many(calls)
+        confirmed: dict[str, Any] | None = None
+        if any(self.replicas.values()):
+            replies, confirmed = self.wire.call_many_confirmed(calls, int(s.replica_wait * 1000))
+        else:
+            replies = self.wire.call_many(calls)
+        unconfirmed = []
         for (shard, grant), call, reply in zip(grants, calls, replies):
             outcome = leases.acquired(Shard(self.workers[shard[0]], shard[1]), call[1], grant, s.lease_ttl, sent_at, reply)
             if isinstance(outcome, Held):
                 log.debug("keeper: shard %s:%d is still held by %s for %d ms", *shard, outcome.owner, outcome.ms_left)
+                continue
+            node = lua.node_name(self.client, call[1])
+            if confirmed is not None and self.replicas.get(node, 0) and not _acknowledged(confirmed.get(node)):
+                # A failover now could bring back the previous grant: serving the shard could overlap its owner.
+                unconfirmed.append(outcome)
                 continue
             if outcome.restored or outcome.morgued:
                 log.warning("keeper: took over shard %s:%d from a process that stopped renewing it: %d jobs of its "
@@ -236,6 +254,11 @@ class Keeper:
             with self.lock:
                 self.leases[shard] = outcome
             self.give(shard, outcome)
+        if unconfirmed:
+            log.warning("keeper: no replica confirmed the grants of %d shards within %.1f s (%s); released, to be "
+                        "acquired again", len(unconfirmed), s.replica_wait,
+                        ", ".join(str(lease.shard) for lease in unconfirmed[:10]))
+            release_leases(self.wire, unconfirmed, {})
 
     def wants(self, lease: Lease) -> bool:
         """Whether this process still means to serve the shard: a thread moving it releases it otherwise."""
@@ -317,7 +340,12 @@ class Keeper:
                         exc, self.settings.lease_ttl)
         finally:
             self.wire.close(disconnect=True)
-            self.client.connection_pool.disconnect()
+            self.client.close()
+
+
+def _acknowledged(reply: Any) -> bool:
+    """A WAIT reply that says at least one replica holds the writes before it."""
+    return isinstance(reply, int) and reply >= 1
 
 
 def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: dict[int, Sequence[str]]) -> int:

@@ -17,6 +17,20 @@ from typing import Any, Callable
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+BOOLEAN_HELP = "one of 1, true, yes, on, 0, false, no, off (any case, no spaces)"
+
+
+def boolean(text: str) -> bool:
+    """``1/true/yes/on`` or ``0/false/no/off``, in any case; anything else (``"1 "``, ``"y"``, ``""``) is an error."""
+    lowered = text.lower()
+    if lowered in TRUE_WORDS:
+        return True
+    if lowered in FALSE_WORDS:
+        return False
+    raise ValueError(f"expected {BOOLEAN_HELP}")
+
 
 def integer(text: str) -> int:
     if not _INTEGER.fullmatch(text):
@@ -104,6 +118,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("member_name", "LOWKIQ_MEMBER_NAME", word,
            "a name that outlives the process (a pod's): a restart tends to get its shards back", "--member-name",
            metavar="NAME"),
+    Option("durable_enqueue", "LOWKIQ_DURABLE_ENQUEUE", boolean,
+           "perform_async waits until a replica has the jobs, else raises NotDurable (default false)"),
+    Option("replica_wait", "LOWKIQ_REPLICA_WAIT", number,
+           "seconds lease grants and durable enqueues wait for a replica (default 1)", "--replica-wait",
+           metavar="SECONDS"),
 )
 
 BY_NAME = {option.name: option for option in OPTIONS}

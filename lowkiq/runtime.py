@@ -58,7 +58,8 @@ class Runtime:
     def queue(self, worker: type["Worker"], client: redis.Redis | None = None) -> Queue:
         s = self.settings
         return Queue(client or self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error,
-                     clock=self.clock, worker=worker)
+                     clock=self.clock, worker=worker,
+                     durable_wait_ms=int(s.replica_wait * 1000) if s.durable_enqueue else None)
 
     def queries(self, worker: type["Worker"]) -> Queries:
         s = self.settings

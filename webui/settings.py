@@ -18,24 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from .. import options
-
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off")
-BOOLEAN_HELP = "one of 1, true, yes, on, 0, false, no, off (any case, no spaces)"
+from ..options import BOOLEAN_HELP, boolean
 
 
 class SettingError(ValueError):
     """A console setting with a value it does not accept; the message is one line naming it."""
-
-
-def boolean(text: str) -> bool:
-    """``1/true/yes/on`` or ``0/false/no/off``, in any case; anything else (``"1 "``, ``"y"``, ``""``) is an error."""
-    lowered = text.lower()
-    if lowered in TRUE_WORDS:
-        return True
-    if lowered in FALSE_WORDS:
-        return False
-    raise ValueError(f"expected {BOOLEAN_HELP}")
 
 
 def _within(parse: Callable[[str], float], low: float, high: float) -> Callable[[str], float]:

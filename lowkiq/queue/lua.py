@@ -106,6 +106,11 @@ def _prefix(name: str, keyset: Keyset) -> tuple[int, bytes, int, str]:
     return len(parts), b"".join(bulk(p) for p in parts), keyset_slot(keyset), lua.source
 
 
+def node_name(client: Transport, keyset: Keyset) -> str:
+    """The name of the node that serves ``keyset`` now."""
+    return as_transport(client).topology().node_for(keyset_slot(keyset)).name
+
+
 class Wire:
     """One thread's own connections to Redis (one per node it calls), for scripts on the hot path."""
 
@@ -130,9 +135,34 @@ class Wire:
         redis-py would raise; a ConnectionError when its node was lost), so the
         caller learns every outcome.
         """
+        results = self._send(calls, ())
+        return results if settle else checked(results, calls)
+
+    def call_many_confirmed(self, calls: Sequence[Call], timeout_ms: int, *,
+                            settle: bool = False) -> tuple[list[Any], dict[str, Any]]:
+        """``call_many``, each node's scripts followed by ``WAIT 1 timeout_ms`` on the same connection.
+
+        Still one round trip of wall time (plus the replica's). Returns the scripts'
+        replies and, by node name, how many replicas acknowledged every write before
+        the WAIT (an exception when that node failed). A script a node ran only after
+        a NOSCRIPT reply was resent after the WAIT: its node shows 0, never too many.
+        """
+        topology = self.transport.topology()
+        slot_of_node: dict[str, int] = {}
+        for _, keyset, _ in calls:
+            slot = keyset_slot(keyset)
+            slot_of_node.setdefault(topology.node_for(slot).name, slot)
+        waits = [(slot, (b"WAIT", b"1", str(int(timeout_ms)).encode())) for slot in slot_of_node.values()]
+        results = self._send(calls, waits)
+        replies, acknowledged = results[: len(calls)], results[len(calls):]
+        confirmed = dict(zip(slot_of_node, acknowledged))
+        return (replies if settle else checked(replies, calls)), confirmed
+
+    def _send(self, calls: Sequence[Call], extra: Sequence[tuple[int, Sequence[bytes]]]) -> list[Any]:
+        """Every call's reply in order (errors in place), then each ``extra`` command's (slot, command)."""
         packed = []
         slots = []
-        sources = []
+        sources: list[str | None] = []
         prefixes = self._prefixes
         for name, keyset, args in calls:
             cached = prefixes.get((name, keyset))
@@ -142,16 +172,18 @@ class Wire:
             packed.append(b"*%d\r\n" % (count + len(args)) + prefix + b"".join([bulk(encode(a)) for a in args]))
             slots.append(slot)
             sources.append(source)
+        for slot, command in extra:
+            packed.append(b"*%d\r\n" % len(command) + b"".join(bulk(part) for part in command))
+            slots.append(slot)
+            sources.append(None)
         session = self._session
         quick = session.quick(packed[0] if len(packed) == 1 else b"".join(packed), len(packed))
         if quick is None:
-            results = session.execute(Batch(packed, slots, sources, library()))[0]
-        else:
-            results, errors = quick
-            if not errors:
-                return results
+            return session.execute(Batch(packed, slots, sources, library()))[0]
+        results, errors = quick
+        if errors:
             session.follow(Batch(packed, slots, sources, library()), results)
-        return results if settle else checked(results, calls)
+        return results
 
     def close(self, *, disconnect: bool = False) -> None:
         """Give the connections back to their pools."""

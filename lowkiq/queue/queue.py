@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import msgpack
 import redis
 
-from ..errors import PartialEnqueue
+from ..errors import NotDurable, PartialEnqueue
 from ..jobs import Job, MorgueJob, PreparedJob
 from ..transport import PartialWrite
 from ..leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
@@ -59,8 +59,11 @@ class Queue:
         load_error: Callable[[bytes], str],
         clock: Callable[[], float] = time.time,
         worker: Any = None,
+        durable_wait_ms: int | None = None,
     ) -> None:
         self.client = client
+        # With durable_enqueue: how long a push waits for a replica to hold its jobs.
+        self.durable_wait_ms = durable_wait_ms
         self.keys = keys
         self.worker = worker  # the Worker class, named in the leases this queue hands out
         self.load_payload = load_payload
@@ -103,10 +106,33 @@ class Queue:
                 calls.append(("push", self._shards[shard], (blob, defaults_before, limit, overflow)))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
+        if self.durable_wait_ms is None:
+            try:
+                return sum(lua.run_many(self.client, calls))
+            except PartialWrite as exc:
+                raise self._partial(exc, call_positions) from exc
+        return self._push_durably(calls, call_positions, len(jobs))
+
+    def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int) -> int:
+        """The push scripts, each node's followed by WAIT for one replica; NotDurable names what none confirmed."""
+        wire = lua.Wire(self.client)
         try:
-            return sum(lua.run_many(self.client, calls))
+            replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0)
         except PartialWrite as exc:
             raise self._partial(exc, call_positions) from exc
+        finally:
+            wire.close()
+        unconfirmed: list[int] = []
+        nodes: set[str] = set()
+        for (_, keyset, _), positions in zip(calls, call_positions):
+            node = lua.node_name(self.client, keyset)
+            acknowledged = confirmed.get(node)
+            if not (isinstance(acknowledged, int) and acknowledged >= 1):
+                unconfirmed.extend(positions)
+                nodes.add(node)
+        if unconfirmed:
+            raise NotDurable(self.keys.queue_name, sorted(unconfirmed), total, sorted(nodes))
+        return sum(replies)
 
     def _partial(self, exc: PartialWrite, call_positions: Sequence[list[int]]) -> PartialEnqueue:
         """Which jobs the push scripts that ran wrote (each script is one shard's slice, all or nothing)."""

@@ -188,6 +188,18 @@ class Transport:
         """``command`` on every node (primaries first), in one round trip; a failed node's reply is its error."""
         return list(self.execute(Batch([], []), each_node=command, replicas=replicas)[1])
 
+    def replica_counts(self) -> dict[str, int]:
+        """Replicas connected to each primary, by node name (a primary that did not answer is left out)."""
+        counts = {}
+        for answer in self.each_node(("INFO", "replication"), replicas=False):
+            if isinstance(answer.reply, BaseException):
+                continue
+            text = answer.reply.decode() if isinstance(answer.reply, bytes) else str(answer.reply)
+            for line in text.splitlines():
+                if line.startswith("connected_slaves:"):
+                    counts[answer.name] = int(line.split(":", 1)[1])
+        return counts
+
     def client_for(self, key: str | bytes | None = None) -> redis.Redis:
         """A redis-py client on the node that owns ``key`` (any primary when None).
 
