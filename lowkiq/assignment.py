@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 ShardId = tuple[str, int]  # (queue name, shard index)
 

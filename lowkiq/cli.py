@@ -15,8 +15,9 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any, Sequence
+from typing import Any
 
 import redis
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import serializers
-from .options import from_environment
 from .middleware import Middleware
+from .options import from_environment
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -19,7 +20,7 @@ DEFAULT_TTIN_FILE = "/tmp/lowkiq_ttin.txt"
 
 @dataclass(frozen=True)
 class Settings:
-    workers: tuple[type["Worker"], ...] = ()
+    workers: tuple[type[Worker], ...] = ()
     redis_url: str | None = None
     threads_per_node: int = 5
     poll_interval: float = 1.0

@@ -12,13 +12,14 @@ Where the embedded Redis keeps its data (README "Embedded Redis"), the first of:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 from urllib.parse import parse_qs, urlsplit
 
 import redis
@@ -141,11 +142,9 @@ def stop_embedded(directory: str | os.PathLike[str] | None = None) -> bool:
     socket = (embedded_dir() if directory is None else Path(directory).resolve()) / "redis.sock"
     if not _answers(socket):
         return False
-    try:
-        # No retries: the connection drops by design, and redis-py would retry into the dead socket.
+    # No retries: the connection drops by design, and redis-py would retry into the dead socket.
+    with contextlib.suppress(redis.ConnectionError):
         redis.Redis(unix_socket_path=str(socket), retry=Retry(NoBackoff(), 0)).shutdown()
-    except redis.ConnectionError:
-        pass
     return True
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import lowkiq
 from lowkiq.demo_report import Report
@@ -28,7 +30,7 @@ class OrderUpdates(lowkiq.Worker):
     def retry_in(self, retry_count: int) -> float:
         return 3 * (retry_count + 1)
 
-    def perform(self, payloads_by_id):
+    def perform(self, payloads_by_id: Mapping[str, list[Any]]) -> None:
         for order_id, versions in payloads_by_id.items():
             if int(order_id) % POISON_EVERY == 0:
                 raise ValueError(f"order {order_id}: customer record is missing")
@@ -37,7 +39,7 @@ class OrderUpdates(lowkiq.Worker):
             if random.random() < 0.02:
                 raise ConnectionError(f"order {order_id}: warehouse API timed out at version {latest['version']}")
 
-    def retries_exhausted(self, batch):
+    def retries_exhausted(self, batch: Sequence[lowkiq.MorgueJob]) -> None:
         report.retries_exhausted(batch)
 
 
@@ -48,12 +50,12 @@ class Emails(lowkiq.Worker):
     def retry_in(self, retry_count: int) -> float:
         return 2 + retry_count
 
-    def perform(self, payloads_by_id):
+    def perform(self, payloads_by_id: Mapping[str, list[Any]]) -> None:
         time.sleep(0.005)
         if random.random() < 0.1:
             raise RuntimeError("SMTP 451: try again later")
 
-    def retries_exhausted(self, batch):
+    def retries_exhausted(self, batch: Sequence[lowkiq.MorgueJob]) -> None:
         report.retries_exhausted(batch)
 
 

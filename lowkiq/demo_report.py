@@ -17,7 +17,8 @@ import logging
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 log = logging.getLogger("lowkiq.demo")
 SERVER_LOGGER = "lowkiq.server"

@@ -34,7 +34,7 @@ class Context:
 
     worker: str
     shard: int
-    lease: "Lease"
+    lease: Lease
 
     @property
     def fencing_token(self) -> tuple[int, int]:

@@ -16,7 +16,8 @@ import random
 import threading
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -42,7 +43,7 @@ REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, 
 
 
 class Keeper:
-    def __init__(self, runtime: "Runtime", processors: Sequence["Processor"], *, member_id: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, processors: Sequence[Processor], *, member_id: str | None = None) -> None:
         self.runtime = runtime
         self.settings = s = runtime.settings
         self.processors = list(processors)
@@ -50,7 +51,7 @@ class Keeper:
         self.member_id = member_id or membership.new_member_id()
         self.client = runtime.new_client(2)
         self.wire = lua.Wire(self.client)
-        self.workers: dict[str, type["Worker"]] = {w.queue_name: w for w in s.workers}
+        self.workers: dict[str, type[Worker]] = {w.queue_name: w for w in s.workers}
         self.queues = tuple((w.queue_name, w.shards_count) for w in s.workers)
         self.hint = (s.number_of_nodes, s.node_number) if s.number_of_nodes > 1 or s.build_splitter == "by_node" else None
         self.started_ms = int(time.time() * 1000)
@@ -348,7 +349,7 @@ def _acknowledged(reply: Any) -> bool:
     return isinstance(reply, int) and reply >= 1
 
 
-def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: dict[int, Sequence[str]]) -> int:
+def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Sequence[str]]) -> int:
     """Release every lease in one round trip; returns how many jobs went back to the queue.
 
     ``acked`` maps ``id(lease)`` to the ids of its last batch, acknowledged in the same step.

@@ -10,7 +10,8 @@ and no server runs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from . import membership
 from .errors import LayoutMismatch
@@ -27,7 +28,7 @@ class LayoutChangeRefused(Exception):
     """The layout cannot change now; the message says what to do first."""
 
 
-def claim(client: Any, workers: Iterable[type["Worker"]]) -> None:
+def claim(client: Any, workers: Iterable[type[Worker]]) -> None:
     """Record the layout of each worker's queue, or raise ``LayoutMismatch`` (nothing recorded then)."""
     by_queue: dict[str, type[Worker]] = {}
     args: list[Any] = []
@@ -63,7 +64,7 @@ def jobs_held(client: Any, keys: QueueKeys) -> int:
     return sum(int(n) for n in client.pipeline_commands(commands))
 
 
-def change(client: Any, worker: type["Worker"]) -> int | None:
+def change(client: Any, worker: type[Worker]) -> int | None:
     """Record ``worker.shards_count`` as its queue's layout; returns the count recorded before.
 
     Refused while a live server serves the queue or its old shards hold any job

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import redis
 
@@ -106,7 +107,7 @@ def ttl_ms(seconds: float) -> int:
 
 
 def acquire_call(keys: ShardKeys, member: str, grant: str, ttl: float, crash_limit: int, now: float,
-                 crash_error: bytes) -> tuple[str, ShardKeys, tuple[Any, ...]]:
+                 crash_error: bytes | str) -> tuple[str, ShardKeys, tuple[Any, ...]]:
     return ("acquire", keys, (member, grant, ttl_ms(ttl), crash_limit, now, crash_error))
 
 

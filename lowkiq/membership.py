@@ -11,8 +11,9 @@ import json
 import os
 import socket
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .assignment import MemberView
 from .queue.keys import MemberKeys

@@ -5,7 +5,8 @@ A middleware is ``def mw(worker, batch, call_next): ...; return call_next()``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 Middleware = Callable[[Any, Any, Callable[[], Any]], Any]
 

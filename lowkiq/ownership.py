@@ -8,8 +8,9 @@ its shards' leases themselves.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import membership
 from .membership import Member

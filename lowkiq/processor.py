@@ -20,7 +20,8 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -50,7 +51,7 @@ class Processor:
     def __init__(
         self,
         number: int,
-        runtime: "Runtime",
+        runtime: Runtime,
         stop: threading.Event,
         on_fatal: Callable[[BaseException, bool], None],
     ) -> None:
@@ -60,12 +61,12 @@ class Processor:
         self.settings = runtime.settings
         self.stop = stop
         self.on_fatal = on_fatal  # (exception, raised by a perform?)
-        self.keeper: "Keeper | None" = None
+        self.keeper: Keeper | None = None
         # Two connections: the wire's, held for the hot path, and one for pipelined probes.
         self.client = runtime.new_client(2)
         self.wire = lua.Wire(self.client)
-        self._instances: dict[type["Worker"], "Worker"] = {}
-        self._queues: dict[type["Worker"], Queue] = {}
+        self._instances: dict[type[Worker], Worker] = {}
+        self._queues: dict[type[Worker], Queue] = {}
         self.handlers: list[ShardHandler] = []
         self.scheduler: schedulers.Scheduler | None = None
         self.inbox: deque[tuple[str, Lease, bool]] = deque()
@@ -270,7 +271,7 @@ class Processor:
         try:
             self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
         except redis.ResponseError as exc:
-            raise refusal(exc) or exc
+            raise (refusal(exc) or exc) from None
         lease.renewed(sent_at)
 
     def _refused(self, exc: LeaseRefused) -> None:

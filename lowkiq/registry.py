@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from .queue.keys import registry_hash, validate_queue_name
+from .transport import Transport
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -46,13 +48,13 @@ class BrokenEntry:
 def check_shards_count(value: Any, what: str = "shards_count") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SHARDS_COUNT:
         raise ValueError(f"{what} must be a positive int, at most {MAX_SHARDS_COUNT}, got {value!r}")
-    return value
+    return int(value)
 
 
 def check_positive(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
-    return value
+    return int(value)
 
 
 def checked(info: WorkerInfo) -> WorkerInfo:
@@ -65,12 +67,12 @@ def checked(info: WorkerInfo) -> WorkerInfo:
     return info
 
 
-def info_of(worker: type["Worker"]) -> WorkerInfo:
+def info_of(worker: type[Worker]) -> WorkerInfo:
     return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size)
 
 
-def register(client: redis.Redis, workers: Iterable[type["Worker"]]) -> None:
-    mapping = {}
+def register(client: Transport | redis.Redis, workers: Iterable[type[Worker]]) -> None:
+    mapping: dict[Any, Any] = {}
     for w in workers:
         info = checked(info_of(w))
         mapping[info.name] = json.dumps({**info.__dict__, "registered_at": time.time()})
@@ -112,7 +114,7 @@ def _info(name: str, raw: bytes | str) -> WorkerInfo:
     )
 
 
-def read(client: redis.Redis) -> tuple[list[WorkerInfo], list[BrokenEntry]]:
+def read(client: Transport | redis.Redis) -> tuple[list[WorkerInfo], list[BrokenEntry]]:
     """Every entry, by name: the workers, and the entries that cannot be used."""
     workers: list[WorkerInfo] = []
     broken: list[BrokenEntry] = []
@@ -122,11 +124,11 @@ def read(client: redis.Redis) -> tuple[list[WorkerInfo], list[BrokenEntry]]:
     return workers, broken
 
 
-def known(client: redis.Redis) -> list[WorkerInfo]:
+def known(client: Transport | redis.Redis) -> list[WorkerInfo]:
     """The workers whose entries are valid."""
     return read(client)[0]
 
 
-def forget(client: redis.Redis, names: Iterable[str]) -> int:
+def forget(client: Transport | redis.Redis, names: Iterable[str]) -> int:
     names = list(names)
     return client.hdel(registry_hash(), *names) if names else 0

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import redis
 
@@ -55,20 +56,20 @@ class Runtime:
         """A transport of its own (e.g. a server thread's): its own pools of ``pool_size`` connections per node."""
         return Transport(self.redis_url, pool_size=pool_size, timeout=self.settings.pool_timeout)
 
-    def queue(self, worker: type["Worker"], client: redis.Redis | None = None) -> Queue:
+    def queue(self, worker: type[Worker], client: Transport | redis.Redis | None = None) -> Queue:
         s = self.settings
         return Queue(client or self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error,
                      clock=self.clock, worker=worker,
                      durable_wait_ms=int(s.replica_wait * 1000) if s.durable_enqueue else None)
 
-    def queries(self, worker: type["Worker"]) -> Queries:
+    def queries(self, worker: type[Worker]) -> Queries:
         s = self.settings
         return Queries(self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error)
 
-    def actions(self, worker: type["Worker"]) -> Actions:
+    def actions(self, worker: type[Worker]) -> Actions:
         return Actions(self.client, worker.keys(), clock=self.clock)
 
-    def enqueue(self, worker: type["Worker"], jobs: Sequence[Mapping[str, Any]]) -> int:
+    def enqueue(self, worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
         if isinstance(jobs, (Mapping, str, bytes)):
             raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
         jobs = list(jobs)
@@ -82,15 +83,16 @@ class Runtime:
             self._register_once(worker)
             return self.queue(worker).push(prepared)
 
-        return run_chain(self.settings.client_middlewares, worker, jobs, write)
+        written: int = run_chain(self.settings.client_middlewares, worker, jobs, write)
+        return written
 
-    def register(self, workers: Sequence[type["Worker"]]) -> None:
+    def register(self, workers: Sequence[type[Worker]]) -> None:
         """Record the workers for the console, after checking their layout (``LayoutMismatch``)."""
         layout.claim(self.client, workers)
         registry.register(self.client, workers)
         self._registered.update(w.__name__ for w in workers)
 
-    def _register_once(self, worker: type["Worker"]) -> None:
+    def _register_once(self, worker: type[Worker]) -> None:
         if worker.__name__ not in self._registered:
             self.register([worker])
 

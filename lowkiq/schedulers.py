@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -33,7 +34,7 @@ Probe = Callable[[], Sequence["float | None"]]
 
 @dataclass
 class SchedulerContext:
-    shards: Sequence["Shard"]
+    shards: Sequence[Shard]
     poll_interval: float
     probe: Probe
     clock: Callable[[], float] = field(default=time.time)
@@ -136,11 +137,12 @@ class Seq(Scheduler):
 BUILT_IN: dict[str, Callable[[SchedulerContext], Scheduler]] = {"lag": Lag, "seq": Seq}
 
 
-def build(settings: "Settings", context: SchedulerContext) -> Scheduler:
+def build(settings: Settings, context: SchedulerContext) -> Scheduler:
     """The scheduler ``settings.build_scheduler`` names: "lag", "seq" or a callable(context)."""
     choice = settings.build_scheduler
     if callable(choice):
-        return choice(context)
+        scheduler: Scheduler = choice(context)
+        return scheduler
     try:
         return BUILT_IN[choice](context)
     except KeyError:

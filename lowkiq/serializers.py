@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 DumpPayload = Callable[[Any], "bytes | str"]
 LoadPayload = Callable[[bytes], Any]
@@ -35,7 +36,7 @@ def dump_pickle(payload: Any) -> bytes:
 
 
 def load_pickle(data: bytes) -> Any:
-    return pickle.loads(data)  # noqa: S301 - explicit opt-in, see dump_pickle
+    return pickle.loads(data)
 
 
 def format_error(exc: BaseException) -> str:
@@ -52,7 +53,7 @@ def load_error(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def to_bytes(value: "bytes | str") -> bytes:
+def to_bytes(value: bytes | str) -> bytes:
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):

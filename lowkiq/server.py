@@ -42,7 +42,7 @@ class NoWorkers(RuntimeError):
 
 
 class Server:
-    def __init__(self, runtime: "Runtime") -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.settings = runtime.settings
         self.stop = threading.Event()

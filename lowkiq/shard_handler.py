@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import job_context, serializers
 from .leases import Lease
@@ -39,7 +40,7 @@ class StopProcess(Exception):
 class Ack:
     """A batch that succeeded and waits to be acknowledged with the next take."""
 
-    handler: "ShardHandler"
+    handler: ShardHandler
     ids: list[str]
 
 
@@ -49,9 +50,9 @@ class ShardHandler:
     def __init__(
         self,
         lease: Lease,
-        worker: "Worker",
+        worker: Worker,
         queue: Queue,
-        settings: "Settings",
+        settings: Settings,
         wire: lua.Wire | None = None,
         *,
         thread: str = "",
@@ -119,9 +120,9 @@ class ShardHandler:
                       _short(list(batch)), (time.perf_counter() - started) * 1000)
         return Ack(self, list(batch))
 
-    def fail(self, taken: Taken, exc: BaseException) -> list["MorgueJob"]:
+    def fail(self, taken: Taken, exc: BaseException) -> list[MorgueJob]:
         """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue."""
-        settings, worker = self.settings, self.worker
+        worker = self.worker
         now = self.clock()
         message = self._format_error(exc)
         retries = [(job.id, now + self._retry_in(job.retry_count + 1)) for job in taken.jobs]

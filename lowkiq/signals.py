@@ -15,8 +15,8 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from types import FrameType
-from typing import Callable
 
 log = logging.getLogger("lowkiq.server")
 

@@ -18,8 +18,9 @@ Example, a custom splitter giving every worker its own thread::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -33,14 +34,14 @@ Splitter = Callable[[Sequence["Shard"]], list[list["Shard"]]]
 class Shard:
     """One shard of one worker's queue."""
 
-    worker: type["Worker"]
+    worker: type[Worker]
     index: int
 
     def __str__(self) -> str:
         return f"{self.worker.__name__}{self.index}"
 
 
-def all_shards(workers: Sequence[type["Worker"]]) -> list[Shard]:
+def all_shards(workers: Sequence[type[Worker]]) -> list[Shard]:
     """Shards listed worker by worker: ``A0 A1 A2 B0 B1 B2 B3 ...``."""
     return [Shard(w, i) for w in workers for i in range(w.shards_count)]
 
@@ -70,11 +71,12 @@ def by_node(number_of_nodes: int, node_number: int, threads: int) -> Splitter:
     return split
 
 
-def build(settings: "Settings") -> Splitter:
+def build(settings: Settings) -> Splitter:
     """The splitter ``settings.build_splitter`` names: "default", "by_node" or a callable(settings)."""
     choice = settings.build_splitter
     if callable(choice):
-        return choice(settings)
+        splitter: Callable[[Sequence[Shard]], list[list[Shard]]] = choice(settings)
+        return splitter
     threads = settings.threads_per_node
     # Several nodes with the plain round-robin would make two nodes' threads
     # share shards and run one id twice at once; several nodes mean by-node.
@@ -85,7 +87,7 @@ def build(settings: "Settings") -> Splitter:
     raise ValueError(f"unknown splitter {choice!r}: use 'default', 'by_node' or a callable(settings)")
 
 
-def assign(settings: "Settings") -> list[list[Shard]]:
+def assign(settings: Settings) -> list[list[Shard]]:
     """This node's shards, one list per thread, checked to be a partition of a subset of all shards."""
     shards = all_shards(settings.workers)
     parts = [list(p) for p in build(settings)(shards)]

@@ -18,9 +18,10 @@ import shlex
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import connection
 from .config import redis_url_from
@@ -56,7 +57,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--redis-url", metavar="URL", help="Redis to watch (default: LOWKIQ_REDIS_URL, REDIS_URL, else embedded)")
     p.add_argument("-b", "--bind", metavar="ADDRESS", help=f"host:port or unix:path to serve (default {DEFAULT_BIND})")
     p.add_argument("-w", "--workers", type=int, metavar="N",
-                   help=f"gunicorn worker processes (default: CPU count, at most {MAX_DEFAULT_WORKERS}: {default_workers()} here)")
+                   help=f"gunicorn worker processes (default: CPU count, at most {MAX_DEFAULT_WORKERS}: "
+                        f"{default_workers()} here)")
     p.add_argument("--threads", type=int, metavar="N", help=f"threads per worker (default {DEFAULT_THREADS})")
     return p
 
@@ -89,7 +91,7 @@ def plan(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], 
     options: list[str] = []
     chosen = {"bind": args.bind, "workers": args.workers, "threads": args.threads}
     defaults = {"bind": DEFAULT_BIND, "workers": default_workers(), "threads": DEFAULT_THREADS}
-    effective = {}
+    effective: dict[str, Any] = {}
     for name, value in chosen.items():
         if value is None and given.get(name) is not None:
             effective[name] = given[name]  # gunicorn reads it from GUNICORN_CMD_ARGS itself
@@ -145,7 +147,7 @@ def watched_redis(env: dict[str, str]) -> str:
     return connection.describe(None, connection.embedded_dir(runtime.settings.workers, env))
 
 
-def _load_app(env: dict[str, str]) -> "Runtime":
+def _load_app(env: dict[str, str]) -> Runtime:
     from . import runtime as runtime_module
     from .webui.console import load_app
 

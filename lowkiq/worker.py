@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import random
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from .jobs import MorgueJob
 from .queue.keys import QueueKeys, validate_queue_name
 from .registry import check_shards_count
-
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
 

@@ -175,4 +175,4 @@ def test_queue_cleanup_leaves_no_keys_behind(r, clock):
     take("1")
     queue().ack_and_take((held_lease(queue(), queue().shard_of("1")), ["1"]), None)
     leftover = sorted(k.decode() for k in r.keys("*"))
-    assert [k for k in leftover if not k.endswith((":counters", ":registry", ":lease"))] == []
+    assert [k for k in leftover if not k.endswith((":counters", ":registry", ":lease", ":layouts"))] == []

@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException

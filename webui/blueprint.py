@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
+from typing import cast
 
 import redis
-from flask import Blueprint, Response, current_app, jsonify, render_template, request
+from flask import Blueprint, Flask, Response, current_app, jsonify, render_template, request
 from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
@@ -56,7 +57,7 @@ SCRIPT_ERROR_PLACE = re.compile(r" script: [0-9a-f]{40}, on @user_script:\d+\.$"
 
 @bp.record_once
 def _init(setup: BlueprintSetupState) -> None:
-    state.init_app(setup.app)
+    state.init_app(cast(Flask, setup.app))  # a Flask app: register_blueprint is Flask's
     # What the host app has configured so far must be valid now (a bad value fails its start);
     # the settings are read again on every request, so values set later are honoured too.
     settings.from_config(setup.app.config)

@@ -7,6 +7,7 @@ interval instead of distorting it.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from .state import Sample
@@ -31,7 +32,7 @@ class Chart:
 def rates(samples: list[Sample]) -> list[tuple[float, float, float]]:
     """(end time, processed/s, failed/s) per interval between samples."""
     out = []
-    for a, b in zip(samples, samples[1:]):
+    for a, b in itertools.pairwise(samples):
         dt = b.at - a.at
         if dt <= 0:
             continue

@@ -13,24 +13,24 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import redis
 
 from .. import app_file, connection, registry
 from ..config import redis_url_from
-from ..transport import Transport
+from ..membership import Member
 from ..queue.actions import Actions
 from ..queue.keys import QueueKeys
-from ..queue.metrics import QueueMetrics
+from ..queue.metrics import FULL, STATS, MetricsReader, QueueMetrics
 from ..queue.queries import Queries
-from ..membership import Member
 from ..registry import BrokenEntry, WorkerInfo
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
 from ..serializers import load_json
-from ..queue.metrics import FULL, STATS, MetricsReader
+from ..transport import Transport
 
 # Registry lookups are cached this long: the stats API is polled often and the
 # set of workers changes only on deploys.
@@ -87,7 +87,7 @@ class Console:
         self._reader = MetricsReader(client)
 
     @classmethod
-    def from_runtime(cls, runtime: Runtime, *, redis_timeout: float) -> "Console":
+    def from_runtime(cls, runtime: Runtime, *, redis_timeout: float) -> Console:
         """The console of a configured lowkiq; the registry only if it has no workers.
 
         Its own connections, whose replies may take at most ``redis_timeout`` seconds:
@@ -108,7 +108,7 @@ class Console:
         )
 
     @classmethod
-    def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> "Console":
+    def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> Console:
         client = connection.client(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
         return cls(client, cached_registry(client), redis_label=redis_label or connection.describe(url))
 
@@ -166,7 +166,7 @@ def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cached_registry(client: redis.Redis, ttl: float = REGISTRY_TTL) -> Callable[[], Known]:
+def cached_registry(client: Transport | redis.Redis, ttl: float = REGISTRY_TTL) -> Callable[[], Known]:
     """registry.read(client), read again at most every ``ttl`` seconds."""
     lock = threading.Lock()
     cache: dict[str, Any] = {"at": float("-inf"), "known": ([], [])}

@@ -7,13 +7,13 @@ thousandth page costs what the first one does.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from ..options import integer
+from ..options import boolean, integer
 from ..queue.queries import MAX_LIMIT, Cursor, Page
-from .settings import boolean
 
 TIME_ORDERS = frozenset({"perform_in", "updated_at"})
 
@@ -45,7 +45,7 @@ class Listing:
             out["before"] = listing.before.encode()
         return out
 
-    def first_page(self) -> "Listing":
+    def first_page(self) -> Listing:
         return replace(self, after=None, before=None)
 
 

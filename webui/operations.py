@@ -5,8 +5,8 @@ Each maps a URL path to an ``Actions`` method and says what it did, with a count
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..queue.actions import Actions
 
@@ -27,7 +27,8 @@ class Operation:
 
     def run(self, actions: Actions, ids: Sequence[str]) -> int:
         method = getattr(actions, self.method)
-        return method(ids) if self.takes_ids else method()
+        count: int = method(ids) if self.takes_ids else method()
+        return count
 
     def message(self, count: int) -> str:
         jobs = f"{count:,} job" + ("" if count == 1 else "s")

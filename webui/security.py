@@ -21,7 +21,8 @@ import ipaddress
 import logging
 import secrets
 import socket
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, current_app, g, jsonify, request, session, url_for
@@ -75,8 +76,11 @@ def secret_key() -> bytes:
         client = st.console(settings().redis_timeout).client
         key = webui_secret_string()
         client.set(key, secrets.token_hex(32), nx=True)
-        st.stored_secret_key = client.get(key)
-    return st.stored_secret_key  # type: ignore[return-value]
+        stored = client.get(key)
+        st.stored_secret_key = stored.encode() if isinstance(stored, str) else stored
+    if not st.stored_secret_key:  # deleted between the two commands: never sign with an empty key
+        raise RuntimeError(f"the console's secret {webui_secret_string()!r} vanished from Redis; reload the page")
+    return st.stored_secret_key
 
 
 def _sign(purpose: str, value: str) -> str:

@@ -14,8 +14,9 @@ with the runtime's settings.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .. import options
 from ..options import BOOLEAN_HELP, boolean

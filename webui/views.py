@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from flask import Response, abort, make_response, redirect, render_template, request, url_for
 from werkzeug.urls import iri_to_uri
+from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import chart, formatting, listing
@@ -37,7 +38,7 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "dead": sum(m.morgue_length for _, m in rows),
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
-    samples = state().sample(now, totals["processed"], totals["failed"])
+    samples = state().sample(now, int(totals["processed"]), int(totals["failed"]))
     from .servers import unserved
 
     return {
@@ -137,7 +138,7 @@ def job(worker: str, job_id: str) -> Response:
 # ---- actions -----------------------------------------------------------------------
 
 
-def _act(op: Operation, worker: str) -> Response:
+def _act(op: Operation, worker: str) -> BaseResponse:
     c = console()
     view = c.worker(worker)
     back = _back(view)  # checked before acting: a bad one must not leave an action done and a 400

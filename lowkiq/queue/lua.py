@@ -106,7 +106,7 @@ def _prefix(name: str, keyset: Keyset) -> tuple[int, bytes, int, str]:
     return len(parts), b"".join(bulk(p) for p in parts), keyset_slot(keyset), lua.source
 
 
-def node_name(client: Transport, keyset: Keyset) -> str:
+def node_name(client: Transport | redis.Redis, keyset: Keyset) -> str:
     """The name of the node that serves ``keyset`` now."""
     return as_transport(client).topology().node_for(keyset_slot(keyset)).name
 

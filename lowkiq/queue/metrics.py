@@ -86,12 +86,14 @@ class MetricsReader:
         self._packed: dict[tuple[Any, ...], Batch] = {}
         self._lock = threading.Lock()
 
-    def read(self, queues: Sequence[QueueKeys], now: float, *, kind: str = FULL, with_info: bool = False) -> tuple[list[QueueMetrics], dict[str, Any] | None]:
+    def read(self, queues: Sequence[QueueKeys], now: float, *, kind: str = FULL,
+             with_info: bool = False) -> tuple[list[QueueMetrics], dict[str, Any] | None]:
         """Metrics of ``queues`` (and Redis INFO of every node when asked), in one round trip."""
         measured, info, _ = self._read(queues, now, kind, with_info, with_members=False)
         return measured, info
 
-    def read_with_members(self, queues: Sequence[QueueKeys], now: float) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
+    def read_with_members(self, queues: Sequence[QueueKeys],
+                          now: float) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
         """Every metric, Redis INFO of every node and the live server processes, in one round trip."""
         measured, info, members = self._read(queues, now, FULL, True, with_members=True)
         return measured, info or {}, members

@@ -170,7 +170,8 @@ class Queries:
         retries_lo = lo if lo and float(lo) > 0 else "0"
         sections: list[Callable[[], list[tuple[float, str]]]] = []
         fresh = lambda: self._merged("fresh", desc, "", "", fresh_cursor, limit)  # noqa: E731
-        retries = lambda: self._merged("retry_count", desc, retries_lo, hi, cursor if cursor and cursor.score >= 0 else None, limit)  # noqa: E731
+        retried_cursor = cursor if cursor and cursor.score >= 0 else None
+        retries = lambda: self._merged("retry_count", desc, retries_lo, hi, retried_cursor, limit)  # noqa: E731
         if desc:
             if cursor is None or cursor.score >= 0:
                 sections.append(retries)

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import time
-from zlib import crc32
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+from zlib import crc32
 
 import msgpack
 import redis
 
 from ..errors import NotDurable, PartialEnqueue
 from ..jobs import Job, MorgueJob, PreparedJob
-from ..transport import PartialWrite
 from ..leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
 from ..splitters import Shard
+from ..transport import PartialWrite, Transport
 from . import codec, lua
 from .keys import QueueKeys
 
@@ -52,7 +53,7 @@ class Failed:
 class Queue:
     def __init__(
         self,
-        client: redis.Redis,
+        client: Transport | redis.Redis,
         keys: QueueKeys,
         *,
         load_payload: Callable[[bytes], Any],
@@ -95,7 +96,7 @@ class Queue:
             positions[shard].append(position)
         limit = getattr(self.worker, "max_payloads_per_id", 0)
         overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
-        calls = []
+        calls: list[lua.Call] = []
         call_positions = []
         for shard, flat in sorted(by_shard.items()):
             step = PUSH_SLICE * 4
@@ -182,7 +183,7 @@ class Queue:
         try:
             replies = lua.run_many(self.client, calls) if wire is None else wire.call_many(calls)
         except redis.ResponseError as exc:
-            raise refusal(exc) or exc
+            raise (refusal(exc) or exc) from None
         if ack is not None:
             ack[0].renewed(sent_at)
         if take is None:
@@ -236,7 +237,7 @@ class Queue:
         try:
             reply = lua.run(self.client, "fail", lease.keys, args)
         except redis.ResponseError as exc:
-            raise refusal(exc) or exc
+            raise (refusal(exc) or exc) from None
         morgued = []
         for i in range(1, len(reply), 2):
             morgued.append(
@@ -255,7 +256,8 @@ class Queue:
         keys = self._shards[shard]
         grant = new_grant()
         sent_at = time.monotonic()
-        reply = lua.run(self.client, "acquire", keys, acquire_call(keys, member, grant, ttl, crash_limit, self.clock(), crash_error)[2])
+        args = acquire_call(keys, member, grant, ttl, crash_limit, self.clock(), crash_error)[2]
+        reply = lua.run(self.client, "acquire", keys, args)
         return acquired(Shard(self.worker, shard), keys, grant, ttl, sent_at, reply)
 
     def restore(self, lease: Lease) -> int:
@@ -263,4 +265,4 @@ class Queue:
         try:
             return int(lua.run(self.client, "restore", lease.keys, (lease.grant,)))
         except redis.ResponseError as exc:
-            raise refusal(exc) or exc
+            raise (refusal(exc) or exc) from None

@@ -4,7 +4,7 @@ Redis, the slot map of a Redis Cluster otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,6 +126,6 @@ def _address(node: dict[bytes, Any], default_host: str) -> tuple[str, int]:
     return (default_host if text in ("", "?") else text, int(port))
 
 
-def _slots_address(node: Sequence[Any], default_host: str) -> tuple[str, int]:
+def _slots_address(node: Any, default_host: str) -> tuple[str, int]:
     host = node[0].decode() if isinstance(node[0], bytes) else str(node[0])
     return (default_host if host in ("", "?") else host, int(node[1]))
