@@ -28,6 +28,8 @@ class Settings:
     pool_timeout: float = 5.0
     server_middlewares: tuple[Middleware, ...] = ()
     client_middlewares: tuple[Middleware, ...] = ()
+    # callables told every lowkiq.events.Event of this process (logs, metrics, traces)
+    subscribers: tuple[Callable[[Any], None], ...] = ()
     on_server_init: Callable[[], None] | None = None
     last_words: Callable[[BaseException], None] | None = None
     # "lag", "seq", or a callable building a scheduler (see lowkiq.schedulers)
@@ -76,7 +78,7 @@ def build_settings(options: Mapping[str, Any], environ: Mapping[str, str] | None
     values: dict[str, Any] = from_environment(environ, options)
     values.update(options)
     values["redis_url"] = redis_url_from(options.get("redis_url"), environ)
-    for name in ("workers", "server_middlewares", "client_middlewares"):
+    for name in ("workers", "server_middlewares", "client_middlewares", "subscribers"):
         if name in values:
             values[name] = _as_tuple(values[name], name)
     settings = Settings(**values)
@@ -109,6 +111,9 @@ def _validate(settings: Settings) -> None:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
     if not (0 <= settings.node_number < settings.number_of_nodes):
         raise ValueError(f"node_number must be in 0..{settings.number_of_nodes - 1}, got {settings.node_number}")
+    for subscriber in settings.subscribers:
+        if not callable(subscriber):
+            raise TypeError(f"subscribers must be callables taking a lowkiq.events.Event, got {subscriber!r}")
     if not isinstance(settings.durable_enqueue, bool):
         raise ValueError(f"durable_enqueue must be True or False, got {settings.durable_enqueue!r}")
     for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform", "replica_wait"):

@@ -23,6 +23,7 @@ import redis
 
 from . import __version__, leases, membership
 from .assignment import ShardId, assign, split_among_threads
+from .events import SILENT, Bus
 from .leases import Held, Lease
 from .queue import lua
 from .splitters import Shard
@@ -90,11 +91,13 @@ class Keeper:
             try:
                 self.tick()
                 if errors_in_a_row:
+                    self.runtime.events.redis_answered()
                     for processor in self.processors:  # Redis answers again: threads backing off retry now
                         processor.wake.set()
                 errors_in_a_row = 0
             except REDIS_ERRORS as exc:
                 errors_in_a_row += 1
+                self.runtime.events.outage(exc)
                 self.wire.close(disconnect=True)
                 if errors_in_a_row == 1 or errors_in_a_row % 10 == 0:
                     log.warning("keeper: Redis error (%s: %s); retrying", type(exc).__name__, exc)
@@ -255,6 +258,8 @@ class Keeper:
             with self.lock:
                 self.leases[shard] = outcome
             self.give(shard, outcome)
+            self.runtime.events.emit("lease_acquired", worker=outcome.shard.worker.__name__, shard=outcome.shard.index,
+                                     epoch=outcome.epoch, restored=outcome.restored, morgued=list(outcome.morgued))
         if unconfirmed:
             log.warning("keeper: no replica confirmed the grants of %d shards within %.1f s (%s); released, to be "
                         "acquired again", len(unconfirmed), s.replica_wait,
@@ -309,12 +314,14 @@ class Keeper:
             if lease.lost is None:  # else released meanwhile by its thread: nothing was lost
                 log.warning("keeper: lost the lease of shard %s (%s); another process may hold it now",
                             lease.shard, refused.reason)
+                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                         reason=refused.reason)
                 self.lost(lease, refused.reason)
                 self.processors[self.thread_of_lease(lease)].drop_lost(lease)
 
     def release(self, held: Sequence[Lease], acked: dict[int, Sequence[str]] | None = None) -> None:
         """Release leases (with the last batch of each acknowledged); refusals only mean it was lost already."""
-        release_leases(self.wire, held, acked or {})
+        release_leases(self.wire, held, acked or {}, self.runtime.events)
         for lease in held:
             self.returned(lease, released=True)
 
@@ -349,7 +356,8 @@ def _acknowledged(reply: Any) -> bool:
     return isinstance(reply, int) and reply >= 1
 
 
-def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Sequence[str]]) -> int:
+def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Sequence[str]],
+                   events: Bus = SILENT) -> int:
     """Release every lease in one round trip; returns how many jobs went back to the queue.
 
     ``acked`` maps ``id(lease)`` to the ids of its last batch, acknowledged in the same step.
@@ -368,4 +376,5 @@ def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Se
                         "again on the new owner", lease.shard, refused.reason)
         else:
             restored += int(reply)
+            events.emit("lease_released", worker=lease.shard.worker.__name__, shard=lease.shard.index)
     return restored

@@ -107,6 +107,8 @@ class Processor:
             while not self.stop.is_set():
                 try:
                     self.step()
+                    if self.errors_in_a_row:
+                        self.runtime.events.redis_answered()
                     self.errors_in_a_row = 0
                 except LeaseRefused as exc:
                     self._refused(exc)
@@ -120,7 +122,7 @@ class Processor:
             self.on_fatal(exc, False)
         finally:
             self.wire.close(disconnect=True)
-            self.client.connection_pool.disconnect()
+            self.client.close()
             log.info("thread %d stopped", self.number)
 
     def step(self) -> None:
@@ -194,7 +196,7 @@ class Processor:
             self._instances[w] = w()
             self._queues[w] = self.runtime.queue(w, self.client)
         return ShardHandler(lease, self._instances[w], self._queues[w], self.settings, self.wire,
-                            thread=self.name, clock=self.runtime.clock)
+                            thread=self.name, clock=self.runtime.clock, events=self.runtime.events)
 
     def _give_back(self, lease: Lease, release: bool) -> bool:
         handler = next((h for h in self.handlers if h.lease is lease), None)
@@ -205,7 +207,7 @@ class Processor:
         if not release and self.keeper is not None and not self.keeper.wants(lease):
             release = True  # a move to another thread, but meanwhile the process gave the shard up
         if release:
-            restored = release_leases(self.wire, [lease], {id(lease): acked})
+            restored = release_leases(self.wire, [lease], {id(lease): acked}, self.runtime.events)
             if restored:
                 log.warning("thread %d: shard %s released with %d jobs put back into the queue",
                             self.number, lease.shard, restored)
@@ -244,7 +246,7 @@ class Processor:
         held = [h.lease for h in self.handlers if h.lease.lost is None]
         acked = {id(self.pending.handler.lease): self.pending.ids} if self.pending is not None else {}
         try:
-            restored = release_leases(self.wire, held, acked)
+            restored = release_leases(self.wire, held, acked, self.runtime.events)
             if restored:
                 log.warning("thread %d: %d jobs left in processing went back to the queue", self.number, restored)
         except REDIS_ERRORS as exc:
@@ -284,6 +286,8 @@ class Processor:
                         "again whatever this thread had in flight there", self.number, lease.shard, exc.reason)
             if lease.lost is None:
                 lease.lost = exc.reason
+                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                         reason=exc.reason)
             if self.keeper is not None:
                 self.keeper.lost(lease, exc.reason)
             if self._forget(lease):
@@ -296,6 +300,7 @@ class Processor:
 
     def _outage(self, exc: BaseException) -> None:
         self.errors_in_a_row += 1
+        self.runtime.events.outage(exc)
         if self.uncertain:
             # The reply of a write was lost: whatever it did, the processing areas hold the truth.
             self.recovering = True
@@ -323,6 +328,9 @@ class Processor:
             else:
                 restored += int(reply)
         for lease, reason in lost:
+            if lease.lost is None:
+                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                         reason=reason)
             lease.lost = lease.lost or reason
             if self.keeper is not None:
                 self.keeper.lost(lease, reason)

@@ -15,6 +15,7 @@ import redis
 
 from . import connection, layout, registry
 from .config import Settings, build_settings
+from .events import Bus
 from .jobs import prepare
 from .middleware import run_chain
 from .queue.actions import Actions
@@ -37,6 +38,7 @@ class Runtime:
         self._client: Transport | None = None
         self._lock = threading.Lock()
         self._registered: set[str] = set()
+        self.events = Bus(settings.subscribers)
 
     @property
     def redis_url(self) -> str:
@@ -81,7 +83,12 @@ class Runtime:
             if not prepared:
                 return 0
             self._register_once(worker)
-            return self.queue(worker).push(prepared)
+            if not self.events.active:
+                return self.queue(worker).push(prepared)
+            started = time.perf_counter()
+            count = self.queue(worker).push(prepared)
+            self.events.emit("enqueued", worker=worker.__name__, jobs=count, seconds=time.perf_counter() - started)
+            return count
 
         written: int = run_chain(self.settings.client_middlewares, worker, jobs, write)
         return written

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import job_context, serializers
+from .events import SILENT, Bus
 from .leases import Lease
 from .middleware import run_chain
 from .queue import lua
@@ -57,6 +58,7 @@ class ShardHandler:
         *,
         thread: str = "",
         clock: Callable[[], float] = time.time,
+        events: Bus = SILENT,
     ) -> None:
         self.lease = lease
         self.shard = lease.shard
@@ -70,12 +72,16 @@ class ShardHandler:
         self._take = (lease, type(worker).batch_size)
         self._middlewares = settings.server_middlewares
         self._context = job_context.Context(self.name, self.shard.index, lease)
+        self.events = events
 
     def take(self, ack: Ack | None) -> Taken:
         """Acknowledge ``ack`` (of any shard of this thread) and take a batch here: one round trip."""
         acked = None if ack is None else (ack.handler.lease, ack.ids)
         taken = self.queue.ack_and_take(acked, self._take, thread=self.thread, wire=self.wire)
         assert taken is not None
+        if self.events.active and taken.jobs:
+            self.events.emit("batch_taken", worker=self.name, shard=self.shard.index,
+                             ids=[job.id for job in taken.jobs], thread=self.thread)
         return taken
 
     def ack(self, ids: Sequence[str]) -> None:
@@ -102,7 +108,7 @@ class ShardHandler:
                 worker.perform(batch)
         except Exception as exc:
             job_context.leave()
-            self.fail(taken, exc)
+            self.fail(taken, exc, time.perf_counter() - started)
             return None
         except BaseException as exc:
             job_context.leave()
@@ -115,12 +121,15 @@ class ShardHandler:
                 log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch))
             raise StopProcess(exc) from exc
         job_context.leave()
+        if self.events.active:
+            self.events.emit("performed", worker=self.name, shard=self.shard.index, ids=list(batch),
+                             seconds=time.perf_counter() - started)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s shard %d: performed %d ids %s in %.1f ms", self.name, self.shard.index, len(batch),
                       _short(list(batch)), (time.perf_counter() - started) * 1000)
         return Ack(self, list(batch))
 
-    def fail(self, taken: Taken, exc: BaseException) -> list[MorgueJob]:
+    def fail(self, taken: Taken, exc: BaseException, seconds: float = 0.0) -> list[MorgueJob]:
         """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue."""
         worker = self.worker
         now = self.clock()
@@ -136,6 +145,11 @@ class ShardHandler:
             log.error("%s shard %d: ids %s failed but were no longer in processing; nothing was written for them",
                       self.name, self.shard.index, _short(failed.missing))
         morgued = failed.morgued
+        if self.events.active:
+            self.events.emit("failed", worker=self.name, shard=self.shard.index, ids=ids, seconds=seconds,
+                             error=message, exception=exc)
+            if morgued:
+                self.events.emit("morgued", worker=self.name, shard=self.shard.index, ids=[m.id for m in morgued])
         if morgued:
             log.warning("%s shard %d: ids %s moved to the morgue after %d retries", self.name, self.shard.index,
                         _short([m.id for m in morgued]), type(worker).max_retry_count)
