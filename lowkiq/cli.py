@@ -27,7 +27,7 @@ from .config import Settings
 from .errors import LayoutMismatch
 from .options import OPTIONS, Option
 from .runtime import Runtime
-from .server import NoWorkers, Server
+from .server import MetricsPortError, NoWorkers, Server
 from .transport import TopologyError
 
 EXIT_USAGE = 2
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoWorkers as exc:
         print(f"lowkiq: {args.require}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (LayoutMismatch, layout.LayoutChangeRefused) as exc:
+    except (LayoutMismatch, layout.LayoutChangeRefused, MetricsPortError) as exc:
         print(f"lowkiq: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (redis.ConnectionError, redis.TimeoutError) as exc:

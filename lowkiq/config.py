@@ -58,6 +58,8 @@ class Settings:
     long_perform: float = 300.0
     # a name that outlives the process (a pod's name): a restart tends to get its shards back
     member_name: str = ""
+    # a server serves its own Prometheus metrics on this port (0: not at all)
+    metrics_port: int = 0
     # perform_async waits until a replica holds the jobs, else raises NotDurable
     durable_enqueue: bool = False
     # how long lease grants and durable enqueues wait for a replica (Redis WAIT), seconds
@@ -114,6 +116,9 @@ def _validate(settings: Settings) -> None:
     for subscriber in settings.subscribers:
         if not callable(subscriber):
             raise TypeError(f"subscribers must be callables taking a lowkiq.events.Event, got {subscriber!r}")
+    port = settings.metrics_port
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"metrics_port must be a port number 0..65535 (0: off), got {port!r}")
     if not isinstance(settings.durable_enqueue, bool):
         raise ValueError(f"durable_enqueue must be True or False, got {settings.durable_enqueue!r}")
     for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform", "replica_wait"):

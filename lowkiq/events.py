@@ -68,6 +68,13 @@ class Bus:
         # Outages are per process, whichever thread saw them first.
         self._outage_since: float | None = None
 
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """Add a subscriber (before the threads that emit start)."""
+        if not callable(subscriber):
+            raise TypeError(f"subscribers must be callables taking an Event, got {subscriber!r}")
+        self.subscribers = (*self.subscribers, subscriber)
+        self.active = True
+
     def emit(self, name: str, **fields: Any) -> None:
         if not self.active:
             return

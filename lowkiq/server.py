@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("lowkiq.server")
 
 
+class MetricsPortError(Exception):
+    """``metrics_port`` cannot be listened on (taken, or not allowed)."""
+
+
 class NoWorkers(RuntimeError):
     pass
 
@@ -82,6 +86,16 @@ class Server:
         if not s.workers:
             raise NoWorkers("no workers configured: the app must call lowkiq.configure(workers=[...])")
         self.runtime.register(s.workers)
+        if s.metrics_port:
+            from .process_metrics import ProcessMetrics  # only a process that serves metrics loads the client
+
+            metrics = ProcessMetrics()
+            self.runtime.events.subscribe(metrics)
+            try:
+                metrics.serve(s.metrics_port)
+            except OSError as exc:
+                raise MetricsPortError(f"cannot serve metrics on port {s.metrics_port}: {exc}") from exc
+            log.info("server: Prometheus metrics at http://0.0.0.0:%d/metrics", s.metrics_port)
         if s.on_server_init is not None:
             s.on_server_init()
         self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal) for i in range(s.threads_per_node)]

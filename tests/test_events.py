@@ -8,12 +8,12 @@ import time
 from collections import Counter
 
 import pytest
+from conftest import wait_until
+from redis_server import RedisServer
 
 import lowkiq
-from conftest import wait_until
 from lowkiq.events import NAMES, Bus, Event
 from lowkiq.server import Server
-from redis_server import RedisServer
 
 FAST = {"poll_interval": 0.05, "heartbeat_interval": 0.2, "settle": 0.2, "lease_ttl": 2}
 

@@ -1,0 +1,64 @@
+"""A real `lowkiq -r` process serves its own Prometheus metrics on --metrics-port."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+from conftest import wait_until
+from prometheus_client.parser import text_string_to_metric_families
+from redis_server import free_port
+from server_support import import_app, run_cli, start_server
+from test_cli import one_line_error
+
+pytestmark = pytest.mark.slow
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_performs_failures_the_morgue_and_leases_are_counted(tmp_path, configure, redis_url):
+    app = import_app()
+    configure(workers=[app.Recorder, app.Flaky])
+    port = free_port()
+    server = start_server(tmp_path, redis_url, "--metrics-port", str(port), env={"APP_SLOW_SECONDS": "0"})
+    try:
+        wait_until(lambda: _answers(port), timeout=15)
+        app.Recorder.perform_async([{"id": f"r{i}", "payload": i} for i in range(12)])
+        app.Flaky.perform_async([{"id": "f1", "payload": 1}])
+        count = lambda name, **labels: scrape(port).get((name, tuple(sorted(labels.items()))), 0.0)  # noqa: E731
+        wait_until(lambda: count("lowkiq_process_jobs_total", worker="Recorder", outcome="performed") == 12
+                   and count("lowkiq_process_morgued_jobs_total", worker="Flaky") == 1, timeout=30)
+        samples = scrape(port)
+        assert count("lowkiq_process_jobs_total", worker="Flaky", outcome="failed") == 4  # 1 + max_retry_count
+        assert samples[("lowkiq_perform_duration_seconds_count", (("outcome", "performed"), ("worker", "Recorder")))] >= 4
+        assert samples[("lowkiq_batch_size_jobs_sum", (("worker", "Recorder"),))] == 12
+        assert count("lowkiq_leases_acquired_total", worker="Recorder") == app.Recorder.shards_count
+        assert count("lowkiq_lease_takeovers_total", worker="Recorder") == 0
+        assert count("lowkiq_outage") == 0
+        assert {name.split("_")[0] for name, _ in samples} == {"lowkiq"}  # its own registry: no process_*, python_*
+    finally:
+        assert server.stop() == 0
+
+
+def _answers(port: int) -> bool:
+    try:
+        scrape(port)
+    except OSError:
+        return False
+    return True
+
+
+def test_a_taken_metrics_port_is_a_one_line_error(tmp_path, redis_url):
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(tmp_path, "-r", str(import_app().__file__), "--redis-url", redis_url, "--metrics-port",
+                         str(port), env={"APP_RECORD_DIR": str(tmp_path)})
+    assert f"cannot serve metrics on port {port}" in one_line_error(result)
