@@ -31,6 +31,8 @@ from .server import MetricsPortError, NoWorkers, Server
 from .transport import TopologyError
 
 EXIT_USAGE = 2
+# Subcommands of the ops CLI (lowkiq/ops_cli.py), kept here so that starting a server never imports it.
+OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "audit")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
 
 
@@ -43,7 +45,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="lowkiq",
         description="Run the lowkiq server: ordered background jobs on Redis. Any number of servers may run "
-        "the same app: they share the shards through leases in Redis. `lowkiq web --help`: the console.",
+        "the same app: they share the shards through leases in Redis. `lowkiq web --help`: the console; "
+        "`lowkiq stats|servers|jobs|morgue|audit --help`: operate the queues from a shell.",
         epilog="Signals: TERM/INT finish the in-flight batches, hand the shards over and exit (a second one: "
         "exit without waiting for running performs); TTIN dumps every thread's stack to the ttin file (default "
         f"/tmp/lowkiq_ttin.txt) and the log. Environment: {variables}, REDIS_URL. Options given here win over "
@@ -84,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["web"]:
         from .web_command import main as web_main
         return web_main(argv[1:])
+    if argv[:1] and argv[0] in OPS_COMMANDS:
+        from .ops_cli import main as ops_main
+        return ops_main(argv)
     args = parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
     try:

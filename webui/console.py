@@ -68,7 +68,7 @@ class WorkerView:
 class Console:
     def __init__(
         self,
-        client: redis.Redis,
+        client: Transport,
         workers: Callable[[], Known],
         *,
         load_payload: Callable[[bytes], Any] = load_json,
@@ -98,7 +98,7 @@ class Console:
         workers: Callable[[], Known] = (lambda: (configured, [])) if configured else cached_registry(client)
         s = runtime.settings
         return cls(
-            client,  # type: ignore[arg-type]
+            client,
             workers,
             load_payload=s.load_payload,
             load_error=s.load_error,
@@ -109,7 +109,7 @@ class Console:
 
     @classmethod
     def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> Console:
-        client = connection.client(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
+        client = Transport(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
         return cls(client, cached_registry(client), redis_label=redis_label or connection.describe(url))
 
     # ---- workers --------------------------------------------------------

@@ -194,6 +194,19 @@ class LayoutKeys:
         return [self.layouts_hash]
 
 
+@dataclass(frozen=True)
+class AuditKeys:
+    """Operators' actions, newest first, capped: one list in the {lowkiq} slot."""
+
+    @property
+    def audit_list(self) -> str:
+        """Entries "<ms> <JSON>": who did what to which jobs, from the console, the API or the CLI."""
+        return f"{PREFIX}:{{lowkiq}}:audit"
+
+    def all(self) -> list[str]:
+        return [self.audit_list]
+
+
 def registry_hash() -> str:
     """Worker name -> JSON {queue_name, shards_count}: lets the console find queues without app code."""
     return f"{PREFIX}:registry"

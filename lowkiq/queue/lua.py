@@ -51,6 +51,7 @@ NAMES = (
     "member_beat",
     "member_leave",
     "layout",
+    "audit",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

@@ -1,0 +1,105 @@
+"""`lowkiq stats|servers|jobs|morgue|audit` as an operator runs them, against a real Redis."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import lowkiq
+from queue_support import held_lease
+from server_support import run_cli
+from test_cli import one_line_error
+
+pytestmark = pytest.mark.slow
+
+
+class Billing(lowkiq.Worker):
+    shards_count = 3
+
+    def perform(self, payloads_by_id):
+        pass
+
+
+class Mailer(lowkiq.Worker):
+    shards_count = 2
+
+    def perform(self, payloads_by_id):
+        pass
+
+
+@pytest.fixture
+def seeded(configure):
+    """Billing: 5 queued, 3 dead (d0..d2); Mailer: "shared" queued, and "shared" dead in Billing too."""
+    runtime = configure(workers=[Billing, Mailer])
+    Billing.perform_async([{"id": f"d{i}", "payload": {"n": i}} for i in range(3)] + [{"id": "shared", "payload": 1}])
+    q = runtime.queue(Billing)
+    for shard in range(Billing.shards_count):
+        taken = q.ack_and_take(None, (held_lease(q, shard), 100))
+        q.fail(held_lease(q, shard), [(j.id, time.time() + 3600) for j in taken.jobs], b"KeyError: 'card'", 25)
+    assert runtime.actions(Billing).kill_failed() == 4
+    Billing.perform_async([{"id": f"q{i}", "payload": i} for i in range(5)])
+    Mailer.perform_async([{"id": "shared", "payload": "hello"}])
+    return runtime
+
+
+def ops(tmp_path, redis_url, *args):
+    result = run_cli(tmp_path, *args, "--redis-url", redis_url)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def as_json(tmp_path, redis_url, *args):
+    return json.loads(ops(tmp_path, redis_url, *args, "--json"))
+
+
+def test_stats_and_servers(tmp_path, redis_url, seeded):
+    stats = as_json(tmp_path, redis_url, "stats")
+    rows = {row["worker"]: row for row in stats["workers"]}
+    assert (rows["Billing"]["length"], rows["Billing"]["dead"], rows["Mailer"]["length"]) == (5, 4, 1)
+    assert stats["servers"] == 0 and stats["redis"].startswith("redis://127.0.0.1:")
+    table = ops(tmp_path, redis_url, "stats")
+    assert "Billing" in table and "lag_seconds" in table
+    assert as_json(tmp_path, redis_url, "servers") == {"servers": []}
+
+
+def test_find_an_id_in_every_worker_and_list_jobs(tmp_path, redis_url, seeded):
+    found = as_json(tmp_path, redis_url, "jobs", "find", "shared")["found"]
+    assert sorted((f["worker"], f["where"]) for f in found) == [("Billing", "dead"), ("Mailer", "queued")]
+    dead = next(f for f in found if f["where"] == "dead")
+    assert dead["error"] == "KeyError: 'card'" and dead["payloads"][0][0] == 1
+    assert as_json(tmp_path, redis_url, "jobs", "find", "nowhere")["found"] == []
+    listed = as_json(tmp_path, redis_url, "jobs", "list", "Billing", "--dead", "--limit", "2")
+    assert len(listed["jobs"]) == 2 and all(j["where"] == "dead" for j in listed["jobs"])
+    queued = as_json(tmp_path, redis_url, "jobs", "list", "Billing", "--queued")
+    assert sorted(j["id"] for j in queued["jobs"]) == [f"q{i}" for i in range(5)]
+
+
+def test_morgue_actions_count_first_ask_and_are_audited(tmp_path, redis_url, seeded):
+    dry = as_json(tmp_path, redis_url, "morgue", "requeue", "Billing", "--ids", "d0", "d1", "q0", "--dry-run")
+    assert dry == {"worker": "Billing", "action": "morgue/requeue", "dry_run": True, "would_touch": 2}
+    assert seeded.queries(Billing).morgue_job("d0") is not None  # the dry run touched nothing
+
+    refused = run_cli(tmp_path, "morgue", "requeue", "Billing", "--ids", "d0", "--redis-url", redis_url)
+    assert "add --yes to confirm" in one_line_error(refused)
+
+    done = as_json(tmp_path, redis_url, "morgue", "requeue", "Billing", "--ids", "d0", "d1", "--yes")
+    assert done["touched"] == 2
+    assert seeded.queries(Billing).morgue_job("d0") is None and seeded.queries(Billing).job("d0") is not None
+    deleted = as_json(tmp_path, redis_url, "morgue", "delete", "Billing", "--all", "--yes")
+    assert deleted["touched"] == 2
+
+    entries = as_json(tmp_path, redis_url, "audit")
+    assert [(e["action"], e["count"], e["source"], e["scope"]) for e in entries] == [
+        ("morgue/delete", 2, "cli", "all"), ("morgue/requeue", 2, "cli", "")]
+    assert entries[1]["ids"] == ["d0", "d1"] and entries[0]["who"] and entries[0]["at"] > time.time() - 60
+
+
+def test_mistakes_are_one_line(tmp_path, redis_url, seeded):
+    assert "no worker 'Nope' in this Redis (known: Billing, Mailer)" in one_line_error(
+        run_cli(tmp_path, "jobs", "list", "Nope", "--dead", "--redis-url", redis_url))
+    assert "--limit must be 1..1000" in one_line_error(
+        run_cli(tmp_path, "jobs", "list", "Billing", "--dead", "--limit", "0", "--redis-url", redis_url))
+    unreachable = run_cli(tmp_path, "stats", "--redis-url", "redis://127.0.0.1:1/0")
+    assert one_line_error(unreachable).startswith("lowkiq: Redis: ")
