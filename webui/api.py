@@ -9,7 +9,7 @@ from flask import Response, request
 
 from ..jobs import Job, MorgueJob
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import listing
+from . import actor, listing
 from .blueprint import bp
 from .listing import BadInput
 from .operations import MAX_IDS, OPERATIONS, Operation
@@ -190,7 +190,9 @@ def _api_act(op: Operation, worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     ids = _body_ids(op)
-    return reply({"count": op.run(c.actions(view), ids)})
+    count = op.run(c.actions(view), ids)
+    actor.record(c, op, view, ids, count, "api")
+    return reply({"count": count})
 
 
 def _register() -> None:

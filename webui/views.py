@@ -10,7 +10,7 @@ from werkzeug.urls import iri_to_uri
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import chart, formatting, listing
+from . import actor, chart, formatting, listing
 from .blueprint import bp
 from .console import Console, WorkerView
 from .listing import BadInput
@@ -149,7 +149,9 @@ def _act(op: Operation, worker: str) -> BaseResponse:
     if op.takes_ids and not ids:
         message = "No job selected."
     else:
-        message = op.message(op.run(c.actions(view), ids))
+        count = op.run(c.actions(view), ids)
+        actor.record(c, op, view, ids, count, "console")
+        message = op.message(count)
     response = redirect(back, code=303)
     response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
     return response
