@@ -153,13 +153,7 @@ def _job(job: Any, where: str, worker: str) -> dict[str, Any]:
 
 
 def find(c: Console, job_id: str) -> dict[str, Any]:
-    found = []
-    for view in c.workers():
-        q = c.queries(view)
-        for where, job in (("queued", q.job(job_id)), ("busy", q.busy_job(job_id)), ("dead", q.morgue_job(job_id))):
-            if job is not None:
-                found.append(_job(job, where, view.name))
-    return {"id": job_id, "found": found}
+    return {"id": job_id, "found": [_job(f.job, f.where, f.view.name) for f in c.find(job_id)]}
 
 
 def list_jobs(c: Console, worker: str, kind: str, limit: int) -> dict[str, Any]:

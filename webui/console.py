@@ -65,6 +65,15 @@ class WorkerView:
         return self.info.name
 
 
+@dataclass(frozen=True)
+class Found:
+    """An id found in a worker: ``where`` is "queued", "busy" or "dead"; ``job`` its Job or MorgueJob."""
+
+    view: WorkerView
+    where: str
+    job: Any
+
+
 class Console:
     def __init__(
         self,
@@ -135,6 +144,17 @@ class Console:
 
     def actions(self, view: WorkerView) -> Actions:
         return Actions(self.client, view.keys, clock=self.clock)
+
+    def find(self, job_id: str) -> list[Found]:
+        """Where an id is, in every worker: queued, busy (in processing) and dead, each a record."""
+        found = []
+        for view in self.workers():
+            q = self.queries(view)
+            for where, job in (("queued", q.job(job_id)), ("busy", q.busy_job(job_id)),
+                               ("dead", q.morgue_job(job_id))):
+                if job is not None:
+                    found.append(Found(view, where, job))
+        return found
 
     # ---- numbers --------------------------------------------------------
 

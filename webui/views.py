@@ -125,6 +125,21 @@ def job_by_query(worker: str) -> Response:
     return job(worker, job_id)
 
 
+@bp.get("/search")
+def search() -> BaseResponse:
+    """An id in every worker, from the header's search box: queued, busy or dead, with a link to each."""
+    job_id = request.args.get("id", "")
+    if len(job_id) > MAX_SEARCHED_ID:
+        raise BadInput(f"id: at most {MAX_SEARCHED_ID} characters")
+    c = console()
+    found = c.find(job_id) if job_id else []
+    workers = {f.view.name for f in found}
+    if len(workers) == 1:  # straight to the job page, which shows every state of the id in its worker
+        return redirect(url_for(".job_by_query", worker=workers.pop(), id=job_id), code=303)
+    return page("lowkiq/search.html", job_id=job_id, found=found, searched=bool(job_id), now=c.clock(),
+                status=200 if found or not job_id else 404)
+
+
 @bp.get("/workers/<worker>/jobs/<path:job_id>")
 def job(worker: str, job_id: str) -> Response:
     c = console()
@@ -134,6 +149,8 @@ def job(worker: str, job_id: str) -> Response:
     status = 200 if any(found.values()) else 404
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status)
 
+
+MAX_SEARCHED_ID = 10_000
 
 # ---- actions -----------------------------------------------------------------------
 
