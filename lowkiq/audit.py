@@ -49,8 +49,7 @@ def record(client: Any, *, who: str, source: str, action: str, worker: str, coun
 
 def read(client: Any, limit: int = 100) -> list[Entry]:
     """The newest ``limit`` entries, newest first."""
-    key = AUDIT_KEYS.audit_list
-    [raw] = client.pipeline_commands([(key, ("LRANGE", key, 0, max(0, limit - 1)))])
+    raw = client.lrange(AUDIT_KEYS.audit_list, 0, max(0, limit - 1))
     return [_parse(item.decode("utf-8", "replace") if isinstance(item, bytes) else str(item)) for item in raw]
 
 

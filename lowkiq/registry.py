@@ -8,9 +8,10 @@ naming its problem, and never stops the other workers from being read.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -35,6 +36,8 @@ class WorkerInfo:
     shards_count: int
     max_retry_count: int = 25
     batch_size: int = 1
+    # unix time of the last registration (a server's start, a producer's first enqueue); 0 when unknown
+    registered_at: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,14 @@ def _info(name: str, raw: bytes | str) -> WorkerInfo:
         shards_count=data["shards_count"],
         max_retry_count=data.get("max_retry_count", 25),
         batch_size=data.get("batch_size", 1),
+        registered_at=_time(data.get("registered_at", 0.0)),
     )
+
+
+def _time(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"registered_at must be a unix time, got {value!r}")
+    return float(value)
 
 
 def read(client: Transport | redis.Redis) -> tuple[list[WorkerInfo], list[BrokenEntry]]:

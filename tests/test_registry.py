@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -50,6 +51,7 @@ def test_a_worker_name_that_breaks_urls_or_is_not_utf8_is_broken(r):
 def test_register_writes_what_read_accepts(r):
     registry.register(r, [OrdersWorker])
     assert registry.read(r) == ([WorkerInfo("OrdersWorker", "OrdersWorker", 4, 5, 1)], [])
+    assert time.time() - 60 < registry.read(r)[0][0].registered_at <= time.time()
 
 
 def test_register_refuses_a_worker_whose_fields_were_changed_after_definition(r):

@@ -10,7 +10,7 @@ or run it alone::
     gunicorn "lowkiq.webui:create_app()"
 """
 
-from . import api, audit_view, servers, views  # noqa: F401 - they register their routes on the blueprint
+from . import api, audit_view, servers, stale, views  # noqa: F401 - they register their routes on the blueprint
 from .app import create_app
 from .blueprint import bp as blueprint
 

@@ -81,6 +81,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LOWKIQ_WEB_MAX_CONTENT_LENGTH", "max_content_length", _within(options.integer, 1024, 1024 * MIB), MIB,
             "bytes, 1024 to 1073741824"),
     Setting("LOWKIQ_WEB_ALLOW_NO_AUTH", "allow_no_auth", boolean, False, BOOLEAN_HELP),
+    Setting("LOWKIQ_WEB_STALE_AFTER", "stale_after", _within(options.number, 60, 365 * 86400), 86400.0,
+            "seconds, 60 to 31536000"),
     Setting("LOWKIQ_WEB_TRUSTED_ORIGINS", "trusted_origins", origins, (),
             "origins like https://ops.example.com, separated by commas or spaces"),
 )
@@ -100,6 +102,7 @@ class ConsoleSettings:
     redis_timeout: float
     max_content_length: int
     allow_no_auth: bool
+    stale_after: float
     trusted_origins: tuple[str, ...]
 
 

@@ -40,10 +40,12 @@ def dashboard_data(c: Console) -> dict[str, Any]:
     }
     samples = state().sample(now, int(totals["processed"]), int(totals["failed"]))
     from .servers import unserved
+    from .stale import stale_workers
 
     return {
         "servers": members,
         "unserved": unserved(c, rows, members),
+        "stale": stale_workers(c, rows, members, now),
         "rows": rows,
         "broken": c.broken(),
         "totals": totals,
