@@ -53,4 +53,41 @@
     if (event.detail.elt && event.detail.elt.id === "live" && paused()) event.preventDefault();
   });
   document.addEventListener("DOMContentLoaded", show);
+
+  // A refresh that fails (Redis down, the console gone) must not leave old numbers looking current:
+  // say so above them, grey them out, and clear it all at the first refresh that works.
+  var failingSince = null;
+  function liveFailed(event, why) {
+    if (!event.detail.elt || event.detail.elt.id !== "live") return;
+    var banner = document.getElementById("live-error");
+    var live = document.getElementById("live");
+    var status = document.getElementById("live-status");
+    if (failingSince === null) failingSince = new Date();
+    if (banner) {
+      banner.textContent = "Live refresh failing since " + failingSince.toLocaleTimeString() + ": " + why +
+        ". The numbers below are from before then.";
+      banner.hidden = false;
+    }
+    if (live) live.classList.add("stale");
+    if (status) status.textContent = "Live: failing";
+  }
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    var said = "";
+    if (xhr && xhr.responseText) {
+      // The console's error page names the problem; parsed inertly, read as text.
+      var doc = new DOMParser().parseFromString(xhr.responseText, "text/html");
+      var message = doc.querySelector(".error-panel p");
+      said = message ? message.textContent.trim() : "";
+    }
+    liveFailed(event, (xhr ? "HTTP " + xhr.status : "no answer") + (said ? " (" + said + ")" : ""));
+  });
+  document.addEventListener("htmx:sendError", function (event) { liveFailed(event, "the console did not answer"); });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!event.detail.elt || event.detail.elt.id !== "live" || failingSince === null) return;
+    failingSince = null;
+    var banner = document.getElementById("live-error");
+    if (banner) banner.hidden = true;
+    show();
+  });
 })();
