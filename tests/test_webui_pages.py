@@ -276,9 +276,12 @@ def test_get_never_changes_state(client, runtime):
 def test_confirmations_are_on_destructive_forms(client, runtime):
     make_dead(runtime, OrdersWorker, [{"id": 1}])
     html = client.get(W + "/morgue").get_data(as_text=True)
-    for action in ("morgue/delete_all", "morgue/requeue_all", "kill_failed", "delete_failed", "perform_all_now"):
+    for action in ("kill_failed", "delete_failed", "perform_all_now"):
         form = re.search(rf'<form method="post" action="{W}/{action}" class="inline" data-confirm="([^"]+)"', html)
         assert form, action
+    for verb in ("requeue", "delete"):  # the morgue's bulk buttons say how many jobs they touch
+        button = re.search(rf'formaction="{W}/morgue/{verb}_matching"\s+data-confirm="([^"]+)"', html)
+        assert button and "1 dead job of OrdersWorker" in button.group(1), verb
 
 
 def test_listings_link_to_jobs_by_query_so_any_id_opens(client, runtime):

@@ -9,6 +9,7 @@ from flask import Response, abort, make_response, redirect, render_template, req
 from werkzeug.urls import iri_to_uri
 from werkzeug.wrappers.response import Response as BaseResponse
 
+from .. import audit
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor, chart, formatting, listing
 from .blueprint import bp
@@ -90,8 +91,42 @@ def morgue(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=PAGE_SIZES[0])
-    shown = listing.fetch(c.queries(view).morgue, args)
-    return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=MORGUE_ORDERS, now=c.clock())
+    q = c.queries(view)
+    shown = listing.fetch(q.morgue, args)
+    # What "Requeue/Delete matching" would touch, counted before the operator confirms.
+    matching = q.morgue_count(args.order_by, min=args.min or None, max=args.max or None)
+    return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=MORGUE_ORDERS, now=c.clock(),
+                matching=matching, filtered=bool(args.min or args.max))
+
+
+@bp.post("/workers/<worker>/morgue/<verb>_matching")
+def morgue_matching(worker: str, verb: str) -> BaseResponse:
+    """Requeue or delete every dead job the filter shown matches (all of them without one), in chunks."""
+    if verb not in ("requeue", "delete"):
+        abort(404)
+    c = console()
+    view = c.worker(worker)
+    back = _back(view)
+    args = listing.parse(request.form, MORGUE_ORDERS, default_order="updated_at", default_limit=PAGE_SIZES[0])
+    q, actions = c.queries(view), c.actions(view)
+    act = actions.morgue_requeue if verb == "requeue" else actions.morgue_delete
+    touched = 0
+    for ids in q.morgue_ids(args.order_by, min=args.min or None, max=args.max or None, chunk=MATCHING_CHUNK):
+        touched += act(ids)
+    scope = _filter_text(args)
+    audit.record(c.client, who=actor.actor(), source="console", action=f"morgue/{verb}_matching", worker=view.name,
+                 count=touched, scope=scope)
+    done = "Requeued" if verb == "requeue" else "Deleted"
+    message = f"{done} {touched:,} dead job{'' if touched == 1 else 's'} ({scope})."
+    response = redirect(back, code=303)
+    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
+    return response
+
+
+def _filter_text(args: listing.Listing) -> str:
+    if not (args.min or args.max):
+        return "all"
+    return f"{args.order_by} from {args.min or 'the first'} to {args.max or 'the last'}"
 
 
 @bp.get("/workers/<worker>/busy")
@@ -153,6 +188,8 @@ def job(worker: str, job_id: str) -> Response:
 
 
 MAX_SEARCHED_ID = 10_000
+# Ids per requeue/delete script of a "matching" action: each script stays short, however many match.
+MATCHING_CHUNK = 1000
 
 # ---- actions -----------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -123,6 +123,40 @@ class Queries:
         if order_by not in MORGUE_ORDERS:
             raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
         return self._page("morgue_" + order_by, desc, min, max, limit, after, before, self.morgue_jobs)
+
+    def morgue_count(self, order_by: str = "updated_at", *, min: Any = None, max: Any = None) -> int:
+        """Dead jobs within ``min``..``max`` of ``order_by`` (inclusive; empty: unbounded), in one round trip."""
+        if order_by not in MORGUE_ORDERS:
+            raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
+        lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
+        commands = []
+        for shard in self._shards:
+            if order_by == "id":
+                key = shard.morgue_ids_lex_zset
+                commands.append((key, ("ZLEXCOUNT", key, f"[{lo}" if lo else "-", f"[{hi}" if hi else "+")))
+            else:
+                key = shard.morgue_ids_by_updated_at_zset
+                commands.append((key, ("ZCOUNT", key, lo or "-inf", hi or "+inf")))
+        return sum(int(n) for n in self.client.pipeline_commands(commands))
+
+    def morgue_ids(self, order_by: str = "updated_at", *, min: Any = None, max: Any = None,
+                   chunk: int = 1000) -> Iterator[list[str]]:
+        """The ids of the dead jobs within ``min``..``max``, in chunks of at most ``chunk``, in order.
+
+        Each chunk costs one round trip of O(log n + chunk) per shard, and starts after the
+        last id of the one before: acting on a chunk between two reads (requeue, delete)
+        neither skips nor repeats an id.
+        """
+        if order_by not in MORGUE_ORDERS:
+            raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
+        lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
+        cursor: Cursor | None = None
+        while True:
+            rows = self._merged("morgue_" + order_by, False, lo, hi, cursor, _limit(chunk))
+            if not rows:
+                return
+            yield [job_id for _, job_id in rows]
+            cursor = Cursor(*rows[-1])
 
     def _page(self, index: str, desc: bool, min: Any, max: Any, limit: int, after: Cursor | None,
               before: Cursor | None, fetch: Callable[[list[str]], Sequence[Any]]) -> Page[Any]:

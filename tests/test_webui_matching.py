@@ -1,0 +1,68 @@
+"""A filtered morgue's bulk buttons act on exactly the jobs the filter matches, counted before confirming."""
+
+from __future__ import annotations
+
+from webui_support import (  # noqa: F401 - fixtures
+    OrdersWorker,
+    app,
+    client,
+    counts,
+    csrf,
+    make_dead,
+    runtime,
+)
+
+from lowkiq import audit
+
+W = "/lowkiq/workers/OrdersWorker"
+
+
+def test_a_filter_showing_one_job_touches_that_job_only(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}"} for i in range(64)])
+    listing = W + "/morgue?order_by=id&min=job-07&max=job-07"
+    page = client.get(listing)
+    assert b"Requeue matching (1)" in page.data and b"Delete matching (1)" in page.data
+    assert b"Delete 1 dead job matching the filter of OrdersWorker?" in page.data
+    token = csrf(client, listing)
+    done = client.post(W + "/morgue/delete_matching", data={"csrf_token": token, "next": listing, "order_by": "id",
+                                                           "min": "job-07", "max": "job-07"})
+    assert done.status_code == 303 and done.headers["Location"] == listing
+    assert counts(runtime, OrdersWorker) == (0, 63)
+    assert b"Deleted 1 dead job (id from job-07 to job-07)." in client.get(listing).data
+    [entry] = audit.read(runtime.client)
+    assert (entry.action, entry.count, entry.scope) == ("morgue/delete_matching", 1, "id from job-07 to job-07")
+
+
+def test_a_range_larger_than_a_chunk_is_requeued_whole(client, runtime, monkeypatch):
+    from lowkiq.webui import views
+
+    monkeypatch.setattr(views, "MATCHING_CHUNK", 7)  # many chunks, each its own script
+    make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}"} for i in range(50)])
+    listing = W + "/morgue?order_by=id&min=job-10&max=job-39"
+    assert b"Requeue matching (30)" in client.get(listing).data
+    token = csrf(client, listing)
+    client.post(W + "/morgue/requeue_matching", data={"csrf_token": token, "next": listing, "order_by": "id",
+                                                      "min": "job-10", "max": "job-39"})
+    assert counts(runtime, OrdersWorker) == (30, 20)
+    q = runtime.queries(OrdersWorker)
+    assert q.job("job-10") is not None and q.job("job-39") is not None and q.job("job-40") is None
+
+
+def test_without_a_filter_the_buttons_say_all_and_count_everything(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": i} for i in range(5)])
+    page = client.get(W + "/morgue")
+    assert b"Requeue all (5)" in page.data and b"Delete 5 dead jobs of OrdersWorker?" in page.data
+    token = csrf(client, W + "/morgue")
+    client.post(W + "/morgue/requeue_matching", data={"csrf_token": token, "next": W + "/morgue"})
+    assert counts(runtime, OrdersWorker) == (5, 0)
+    assert b"Requeue all" not in client.get(W + "/morgue").data  # nothing dead: no buttons
+
+
+def test_time_filters_count_what_they_show(client, runtime, clock):
+    make_dead(runtime, OrdersWorker, [{"id": "early"}])
+    clock.advance(100)
+    make_dead(runtime, OrdersWorker, [{"id": "late"}])
+    late_from = repr(clock() - 1)
+    page = client.get(W + "/morgue", query_string={"order_by": "updated_at", "min": late_from})
+    assert b"Requeue matching (1)" in page.data
+    assert runtime.queries(OrdersWorker).morgue_count("updated_at", max=late_from) == 1
