@@ -12,9 +12,12 @@ import time
 
 import lowkiq
 import redis
+import redis.cluster
 
 EXPECTED = int(os.environ["BENCH_EXPECTED"])
-_marks = redis.Redis.from_url(os.environ["LOWKIQ_REDIS_URL"])
+# On a Redis Cluster (item 8) the two marks live on different nodes.
+_marks = (redis.cluster.RedisCluster.from_url if os.environ.get("BENCH_CLUSTER") else redis.Redis.from_url)(
+    os.environ["LOWKIQ_REDIS_URL"])
 _lock = threading.Lock()
 _done = 0
 
