@@ -116,10 +116,13 @@ def test_an_outage_is_told_when_it_begins_and_when_it_ends(tmp_path, caplog):
         wait_until(lambda: seen.named("outage_ended"), timeout=30)
         Sorter.perform_async([{"id": "ok-2"}])
         wait_until(lambda: any("ok-2" in e["ids"] for e in seen.named("performed")), timeout=30)
+        # A thread whose pooled connection died with the old Redis may report a second, short outage.
+        wait_until(lambda: len(seen.named("outage_began")) == len(seen.named("outage_ended")), timeout=15)
         server.shutdown()
         thread.join(15)
-        assert len(seen.named("outage_began")) == 1 and "Error" in seen.named("outage_began")[0]["error"]
-        assert len(seen.named("outage_ended")) == 1 and seen.named("outage_ended")[0]["seconds"] > 0
+        told = [e.name for e in seen if e.name.startswith("outage_")]
+        assert told[:2] == ["outage_began", "outage_ended"] and told == ["outage_began", "outage_ended"] * (len(told) // 2)
+        assert "Error" in seen.named("outage_began")[0]["error"] and seen.named("outage_ended")[0]["seconds"] > 0
     finally:
         lowkiq.runtime._current = None
         own.stop()

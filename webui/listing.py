@@ -122,6 +122,8 @@ class Shown:
     listing: Listing
     next: Listing | None
     previous: Listing | None
+    # Every row within the listing's filter, when the query counted them.
+    matching: int | None = None
 
 
 def fetch(query: Callable[..., Page[Any]], listing: Listing) -> Shown:
@@ -138,6 +140,7 @@ def fetch(query: Callable[..., Page[Any]], listing: Listing) -> Shown:
         listing=listing,
         next=replace(listing, after=page.last, before=None) if has_next and page.last else None,
         previous=replace(listing, before=page.first, after=None) if has_previous and page.first else None,
+        matching=page.matching,
     )
 
 

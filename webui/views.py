@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -91,10 +92,9 @@ def morgue(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=PAGE_SIZES[0])
-    q = c.queries(view)
-    shown = listing.fetch(q.morgue, args)
-    # What "Requeue/Delete matching" would touch, counted before the operator confirms.
-    matching = q.morgue_count(args.order_by, min=args.min or None, max=args.max or None)
+    # What "Requeue/Delete matching" would touch is counted with the page, before the operator confirms.
+    shown = listing.fetch(functools.partial(c.queries(view).morgue, with_count=True), args)
+    matching = shown.matching or 0
     return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=MORGUE_ORDERS, now=c.clock(),
                 matching=matching, filtered=bool(args.min or args.max))
 

@@ -30,7 +30,7 @@ import redis
 from ..transport import Batch, Transport, as_transport
 from ..transport.errors import checked
 from ..transport.resp import bulk, encode
-from ..transport.slots import Keyset, keyset_slot
+from ..transport.slots import Keyset, keyset_slot, routing_slot
 from .keys import lua_prelude
 
 NAMES = (
@@ -96,6 +96,21 @@ def run_many(client: Transport | redis.Redis, calls: Sequence[Call], *, settle: 
         return borrowed.call_many(calls, settle=settle)
     finally:
         borrowed.close()
+
+
+def run_many_with(client: Transport | redis.Redis, calls: Sequence[Call],
+                  commands: Sequence[tuple[str, Sequence[Any]]]) -> tuple[list[Any], list[Any]]:
+    """Scripts, then plain commands ``(routing key, command)``, in one round trip of wall time.
+
+    Replies in order, an error in its command's place: for reads that go with a listing.
+    """
+    borrowed = Wire(client)
+    try:
+        extra = [(routing_slot(key), [encode(part) for part in command]) for key, command in commands]
+        results = borrowed._send(calls, extra)
+    finally:
+        borrowed.close()
+    return results[: len(calls)], results[len(calls):]
 
 
 @lru_cache(maxsize=65536)

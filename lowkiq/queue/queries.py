@@ -56,6 +56,8 @@ class Page(Generic[T]):
     first: Cursor | None
     last: Cursor | None
     has_more: bool
+    # Every row within the listing's min..max, all pages together, when it was asked for.
+    matching: int | None = None
 
 
 def _bound(value: Any, order_by: str, name: str) -> str:
@@ -118,18 +120,24 @@ class Queries:
         limit: int = 100,
         after: Cursor | None = None,
         before: Cursor | None = None,
+        with_count: bool = False,
     ) -> Page[MorgueJob]:
-        """A page of the morgue ordered by id or updated_at."""
+        """A page of the morgue ordered by id or updated_at; ``with_count`` also counts every matching row
+        (``Page.matching``) in the same round trip."""
         if order_by not in MORGUE_ORDERS:
             raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
-        return self._page("morgue_" + order_by, desc, min, max, limit, after, before, self.morgue_jobs)
+        count = self._morgue_count_commands(order_by, min, max) if with_count else None
+        return self._page("morgue_" + order_by, desc, min, max, limit, after, before, self.morgue_jobs, count)
 
     def morgue_count(self, order_by: str = "updated_at", *, min: Any = None, max: Any = None) -> int:
         """Dead jobs within ``min``..``max`` of ``order_by`` (inclusive; empty: unbounded), in one round trip."""
         if order_by not in MORGUE_ORDERS:
             raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
+        return sum(int(n) for n in self.client.pipeline_commands(self._morgue_count_commands(order_by, min, max)))
+
+    def _morgue_count_commands(self, order_by: str, min: Any, max: Any) -> list[tuple[str, tuple[Any, ...]]]:
         lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
-        commands = []
+        commands: list[tuple[str, tuple[Any, ...]]] = []
         for shard in self._shards:
             if order_by == "id":
                 key = shard.morgue_ids_lex_zset
@@ -137,7 +145,7 @@ class Queries:
             else:
                 key = shard.morgue_ids_by_updated_at_zset
                 commands.append((key, ("ZCOUNT", key, lo or "-inf", hi or "+inf")))
-        return sum(int(n) for n in self.client.pipeline_commands(commands))
+        return commands
 
     def morgue_ids(self, order_by: str = "updated_at", *, min: Any = None, max: Any = None,
                    chunk: int = 1000) -> Iterator[list[str]]:
@@ -159,14 +167,20 @@ class Queries:
             cursor = Cursor(*rows[-1])
 
     def _page(self, index: str, desc: bool, min: Any, max: Any, limit: int, after: Cursor | None,
-              before: Cursor | None, fetch: Callable[[list[str]], Sequence[Any]]) -> Page[Any]:
+              before: Cursor | None, fetch: Callable[[list[str]], Sequence[Any]],
+              count: list[tuple[str, tuple[Any, ...]]] | None = None) -> Page[Any]:
         limit = _limit(limit)
         order_by = index.removeprefix("morgue_")
         lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
         backwards = before is not None
         cursor = before if backwards else after
         # Ask one row more than shown to know whether another page follows.
-        rows = self._positions(index, desc != backwards, lo, hi, cursor, limit + 1)
+        matching = None
+        if count is None:
+            rows = self._positions(index, desc != backwards, lo, hi, cursor, limit + 1)
+        else:
+            rows, counted = self._merged_with(index, desc != backwards, lo, hi, cursor, limit + 1, count)
+            matching = sum(int(n) for n in first_error(counted))
         has_more = len(rows) > limit
         rows = rows[:limit]
         if backwards:
@@ -176,7 +190,7 @@ class Queries:
         shown = [by_id[job_id] for _, job_id in rows if job_id in by_id]
         first = Cursor(*rows[0]) if rows else None
         last = Cursor(*rows[-1]) if rows else None
-        return Page(shown, first, last, has_more)
+        return Page(shown, first, last, has_more, matching)
 
     def _positions(self, index: str, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int) -> list[tuple[float, str]]:
         if index == "retry_count":
@@ -184,17 +198,27 @@ class Queries:
         return self._merged(index, desc, lo, hi, cursor, limit)
 
     def _merged(self, index: str, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int) -> list[tuple[float, str]]:
+        return self._merged_with(index, desc, lo, hi, cursor, limit, ())[0]
+
+    def _merged_with(self, index: str, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int,
+                     commands: Sequence[tuple[str, tuple[Any, ...]]]) -> tuple[list[tuple[float, str]], list[Any]]:
+        """The merged positions, and the replies of ``commands`` sent in the same round trip."""
         after_score = repr(cursor.score) if cursor else ""
         after_id = cursor.id if cursor else ""
         args = (index, "1" if desc else "0", lo, hi, after_score, after_id, limit)
+        calls: list[lua.Call] = [("range", shard, args) for shard in self._shards]
+        if commands:
+            scripts, extra = lua.run_many_with(self.client, calls, commands)
+        else:
+            scripts, extra = lua.run_many(self.client, calls, settle=True), []
         # A read: the first error is the answer, whatever the other shards said.
-        replies = first_error(lua.run_many(self.client, [("range", shard, args) for shard in self._shards], settle=True))
+        replies = first_error(scripts)
         per_shard = [
             [(float(reply[i + 1]), codec.text(reply[i])) for i in range(0, len(reply), 2)] for reply in replies
         ]
         # Each shard's page is sorted as Redis sorts: by score, then bytewise by id.
         merged = heapq.merge(*per_shard, key=lambda row: (row[0], row[1].encode()), reverse=desc)
-        return list(itertools.islice(merged, limit))
+        return list(itertools.islice(merged, limit)), extra
 
     def _retry_count_positions(self, desc: bool, lo: str, hi: str, cursor: Cursor | None, limit: int) -> list[tuple[float, str]]:
         # Fresh jobs (retry_count -1) are not in the retry index: they are the ids
