@@ -75,3 +75,15 @@ def test_the_audit_list_is_capped_and_reads_an_unreadable_entry(runtime, r):
     finally:
         audit.AUDIT_KEEP = old_keep
     assert r.llen(audit.AUDIT_KEYS.audit_list) == 4
+
+
+def test_the_audit_api_lists_the_newest_first_and_checks_its_limit(client, runtime):
+    for count in (1, 2, 3):
+        audit.record(runtime.client, who="bot", source="cli", action="morgue/delete", worker="OrdersWorker", count=count)
+    reply = client.get("/lowkiq/api/v1/audit?limit=2")
+    assert reply.status_code == 200
+    entries = reply.get_json()["entries"]
+    assert [e["count"] for e in entries] == [3, 2] and entries[0]["who"] == "bot" and entries[0]["source"] == "cli"
+    for bad in ("0", "1001", "x", "-1"):
+        refused = client.get("/lowkiq/api/v1/audit", query_string={"limit": bad})
+        assert refused.status_code == 400 and "limit" in refused.get_json()["error"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Response
+from flask import Response, request
 
 from .. import audit
+from .api import reply
 from .blueprint import bp
+from .listing import BadInput
 from .state import console
 from .views import page
 
@@ -16,3 +18,12 @@ SHOWN = 200
 def audit_page() -> Response:
     c = console()
     return page("lowkiq/audit.html", entries=audit.read(c.client, SHOWN), now=c.clock(), audit_page=True)
+
+
+@bp.get("/api/v1/audit")
+def api_audit() -> Response:
+    """The newest entries, newest first: ``?limit=`` 1..1000 (default 100)."""
+    text = request.args.get("limit", "100")
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise BadInput(f"limit must be a whole number from 1 to 1000, got {text[:50]!r}")
+    return reply({"entries": [entry.as_json() for entry in audit.read(console().client, int(text))]})
