@@ -164,13 +164,14 @@ class LowkiqServer:
 
     def __init__(self, app: str, redis_url: str, *, threads: int = 5, scheduler: str = "lag",
                  env: dict[str, str] | None = None, cpus: set[int] | None = None,
-                 command: list[str] | None = None) -> None:
+                 command: list[str] | None = None, args: Sequence[str] = ()) -> None:
         self.app = APPS / f"{app}.py"
         self.command = command or lowkiq_command()  # item 7: ``python -m lowkiq.cli`` of another checkout
         self.cpus = cpus  # pin the server (all its threads) to these CPUs
         self.redis_url = redis_url
         self.threads = threads
         self.scheduler = scheduler
+        self.args = list(args)  # more of lowkiq's options, e.g. --processes 2
         self.env = {**os.environ, "LOWKIQ_REDIS_URL": redis_url, **(env or {})}
         self.env.pop("REDIS_URL", None)
         self.process: subprocess.Popen[bytes] | None = None
@@ -178,7 +179,7 @@ class LowkiqServer:
 
     def __enter__(self) -> "LowkiqServer":
         command = [*self.command, "-r", str(self.app), "--threads", str(self.threads),
-                   "--scheduler", self.scheduler, "--log-level", "WARNING"]
+                   "--scheduler", self.scheduler, "--log-level", "WARNING", *self.args]
         self.process = subprocess.Popen(command, env=self.env, cwd=tempfile.gettempdir(),
                                         stdout=subprocess.DEVNULL, stderr=self.stderr,
                                         preexec_fn=(lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None)
@@ -200,8 +201,15 @@ class LowkiqServer:
         return "\n".join(text[-lines:])
 
     def cpu_seconds(self) -> float:
-        t = self.ps.cpu_times()
-        return t.user + t.system
+        """CPU of the server and of its children (``--processes``), as far as they are alive."""
+        total = 0.0
+        for process in [self.ps, *self.ps.children(recursive=True)]:
+            try:
+                t = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += t.user + t.system
+        return total
 
     def peak_rss(self) -> int:
         """VmHWM: the process's peak resident set, in bytes."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import lowkiq
 import redis
@@ -45,7 +45,8 @@ class LowkiqRun:
 
 
 def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, batch_size: int,
-                profile_to: str | None = None, profile_rate: int = 200, cpus: set[int] | None = None) -> LowkiqRun:
+                profile_to: str | None = None, profile_rate: int = 200, cpus: set[int] | None = None,
+                server_env: dict[str, str] | None = None, server_args: Sequence[str] = ()) -> LowkiqRun:
     """Enqueue ``sizes.jobs`` blank jobs into an empty Redis, then time a server draining them."""
     client = redis.Redis.from_url(url)
     client.flushall()
@@ -57,8 +58,8 @@ def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, ba
         runtime.close()
     counters = RedisCounters(client).start()
     env = {"BENCH_EXPECTED": str(sizes.jobs), "BENCH_SHARDS_COUNT": str(shards_count),
-           "BENCH_BATCH_SIZE": str(batch_size)}
-    with LowkiqServer("blank", url, scheduler=scheduler, env=env, cpus=cpus) as server:
+           "BENCH_BATCH_SIZE": str(batch_size), **(server_env or {})}
+    with LowkiqServer("blank", url, scheduler=scheduler, env=env, cpus=cpus, args=server_args) as server:
         spy = SpyRecorder(server.pid, profile_to, profile_rate).start() if profile_to else None
         drain = wait_drained(client, timeout=600, alive=server.check_alive, cpu=server.cpu_seconds)
         profile = spy.stop() if spy else None

@@ -1,4 +1,5 @@
-"""Take docs/dashboard.png and docs/morgue.png from a seeded console in headless Chromium.
+"""Take docs/dashboard.png, docs/morgue.png, docs/dashboard-390.png (a phone) and docs/dashboard-dark.png
+from a seeded console in headless Chromium.
 
     .venv/bin/python docs/screenshots.py
 
@@ -20,10 +21,12 @@ from werkzeug.serving import make_server
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from queue_support import held_lease  # noqa: E402
 from redis_server import RedisServer, free_port  # noqa: E402
 
 import lowkiq  # noqa: E402
 from lowkiq.webui import blueprint  # noqa: E402
+from lowkiq.webui.state import init_app  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ERRORS = [
@@ -80,10 +83,11 @@ def fail_some(runtime: lowkiq.runtime.Runtime, worker: type[lowkiq.Worker], rng:
     queue = runtime.queue(worker)
     for _ in range(rounds):
         for shard in range(worker.shards_count):
-            taken = queue.ack_and_take(None, (shard, 3))
+            lease = held_lease(queue, shard)
+            taken = queue.ack_and_take(None, (lease, 3))
             if taken and taken.jobs:
                 retries = [(job.id, time.time() + rng.choice([15, 120, 900])) for job in taken.jobs]
-                queue.fail(shard, retries, rng.choice(ERRORS).encode(), worker.max_retry_count)
+                queue.fail(lease, retries, rng.choice(ERRORS).encode(), worker.max_retry_count)
 
 
 def process(runtime: lowkiq.runtime.Runtime, stop: threading.Event) -> None:
@@ -95,15 +99,34 @@ def process(runtime: lowkiq.runtime.Runtime, stop: threading.Event) -> None:
             worker.perform_async([{"id": next_id + i, "payload": {"n": i}} for i in range(rng.randint(2, 12))])
             next_id += 100
             queue = runtime.queue(worker)
-            shard = rng.randrange(worker.shards_count)
-            taken = queue.ack_and_take(None, (shard, rng.randint(1, 8)))
+            lease = held_lease(queue, rng.randrange(worker.shards_count))
+            taken = queue.ack_and_take(None, (lease, rng.randint(1, 8)))
             if taken and taken.jobs:
                 ids = [job.id for job in taken.jobs]
                 if rng.random() < 0.15:
-                    queue.fail(shard, [(i, time.time() + 600) for i in ids], b"TimeoutError: upstream timed out", worker.max_retry_count)
+                    queue.fail(lease, [(i, time.time() + 600) for i in ids], b"TimeoutError: upstream timed out", worker.max_retry_count)
                 else:
-                    queue.ack_and_take((shard, ids), None)
+                    queue.ack_and_take((lease, ids), None)
         time.sleep(0.01)
+
+
+def seed_history(client, rng: random.Random) -> None:
+    """Six hours of per-minute totals for every worker, as servers record them, so the history charts show."""
+    from lowkiq.history import HistoryKeys
+
+    now = int(time.time() // 60 * 60)
+    for worker in WORKERS:
+        processed = failed = 0
+        pipe = client.pipeline(transaction=False)
+        for m in range(6 * 60, 0, -1):
+            minute = now - m * 60
+            busy_hour = 1.0 + 0.8 * ((m // 60) % 3)
+            processed += int(rng.uniform(800, 1200) * busy_hour)
+            failed += rng.choice((0, 0, 0, 1, 2, 5))
+            lag = max(0.0, rng.gauss(2, 1)) + (40 if 150 < m < 170 else 0)
+            pipe.xadd(HistoryKeys.stream(worker.queue_name), {"at": (minute + 5) * 1000, "processed": processed,
+                      "failed": failed, "lag": round(lag, 1), "length": 0, "dead": 0}, id=f"{minute * 1000}-0")
+        pipe.execute()
 
 
 def main() -> None:
@@ -114,9 +137,12 @@ def main() -> None:
     try:
         runtime = lowkiq.configure(workers=WORKERS, redis_url=server.url)
         seed(runtime)
+        seed_history(runtime.client, random.Random(7))
         app = Flask(__name__)
         app.config["LOWKIQ_WEB_POLL_INTERVAL"] = 1.0
         app.register_blueprint(blueprint)
+        # The seeded history stands for what servers recorded; this console's own minute would not match it.
+        init_app(app).history_allowed = False
         port = free_port()
         http = make_server("127.0.0.1", port, app, threaded=True)
         threading.Thread(target=http.serve_forever, daemon=True).start()
@@ -141,6 +167,14 @@ def main() -> None:
             boxes.nth(1).check()
             boxes.nth(2).check()
             page.screenshot(path=str(ROOT / "docs" / "morgue.png"), full_page=True)
+            phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True).new_page()
+            phone.goto(base + "/")
+            phone.wait_for_load_state("networkidle")
+            phone.screenshot(path=str(ROOT / "docs" / "dashboard-390.png"), full_page=True)
+            dark = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark").new_page()
+            dark.goto(base + "/")
+            dark.wait_for_load_state("networkidle")
+            dark.screenshot(path=str(ROOT / "docs" / "dashboard-dark.png"), full_page=True)
             browser.close()
         http.shutdown()
     finally:

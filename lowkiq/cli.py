@@ -12,7 +12,6 @@ Options given here win over the app's ``configure()`` and the environment.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from typing import Any
 
 import redis
 
-from . import __version__, app_file, connection, layout
+from . import __version__, app_file, connection, layout, log_format
 from . import runtime as runtime_module
 from .config import Settings
 from .errors import LayoutMismatch
@@ -32,8 +31,7 @@ from .transport import TopologyError
 
 EXIT_USAGE = 2
 # Subcommands of the ops CLI (lowkiq/ops_cli.py), kept here so that starting a server never imports it.
-OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "audit")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
+OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "pause", "resume", "audit")
 
 
 class CliError(Exception):
@@ -61,6 +59,9 @@ def parser() -> argparse.ArgumentParser:
                        choices=option.choices, help=option.help + (f" [{option.env}]" if option.env else ""))
     p.add_argument("--log-level", default="INFO", type=str.upper,
                    choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="default INFO; DEBUG logs every batch")
+    p.add_argument("--log-format", default=os.environ.get("LOWKIQ_LOG_FORMAT") or "text", choices=log_format.FORMATS,
+                   help="text (default) or json: one JSON object per line, with worker, shard, ids and error as "
+                        "fields [LOWKIQ_LOG_FORMAT]")
     p.add_argument("--change-layout", metavar="WORKER", help="record WORKER's shards_count as its queue's layout "
                    "and exit; refused while a server serves the queue or it holds jobs")
     p.add_argument("--stop-embedded", action="store_true", help="stop the embedded Redis of ./.lowkiq and exit")
@@ -91,7 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .ops_cli import main as ops_main
         return ops_main(argv)
     args = parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT, stream=sys.stderr)
+    if args.log_format not in log_format.FORMATS:  # argparse checks the choices of given values only
+        print(f"lowkiq: LOWKIQ_LOG_FORMAT must be one of {', '.join(log_format.FORMATS)}, got {args.log_format!r}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    log_format.configure_logging(args.log_level, args.log_format)
     try:
         if args.stop_embedded:
             stopped = connection.stop_embedded()
@@ -103,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_redis(runtime)
         if args.change_layout:
             return change_layout(runtime, args.change_layout)
+        if runtime.settings.processes > 1:
+            return supervise(runtime, argv)
         return Server(runtime).run()
     except CliError as exc:
         print(f"lowkiq: {exc}", file=sys.stderr)
@@ -119,6 +126,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except connection.EmbeddedRedisError as exc:
         print(f"lowkiq: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def supervise(runtime: Runtime, argv: list[str]) -> int:
+    """``--processes N``: N children, each an ordinary server process, under this one."""
+    from . import supervisor
+
+    s = runtime.settings
+    if s.number_of_nodes > 1 or s.build_splitter == "by_node":
+        raise CliError("--processes shares the shards through leases between its processes: it does not combine "
+                       "with --nodes / --node-number (start each node with --processes instead)")
+    runtime.close()  # the children connect on their own
+    argvs = supervisor.child_argvs(argv, s.processes, s.member_name, s.metrics_port)
+    return supervisor.Supervisor(argvs).run()
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -43,6 +43,10 @@ class Settings:
     format_error: serializers.FormatError = serializers.format_error
     dump_error: serializers.DumpError = serializers.dump_error
     load_error: serializers.LoadError = serializers.load_error
+    # `lowkiq -r` runs this many server processes under one parent (see lowkiq.supervisor)
+    processes: int = 1
+    # characters of a failure's traceback stored beside its error (0: none), per job
+    traceback_limit: int = 16384
     ttin_file: str = DEFAULT_TTIN_FILE
     # Shard leases (see README "Deployment"): seconds, in Redis server time
     lease_ttl: float = 5.0
@@ -119,6 +123,12 @@ def _validate(settings: Settings) -> None:
     port = settings.metrics_port
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"metrics_port must be a port number 0..65535 (0: off), got {port!r}")
+    processes = settings.processes
+    if isinstance(processes, bool) or not isinstance(processes, int) or not 1 <= processes <= 64:
+        raise ValueError(f"processes must be a number of server processes 1..64, got {processes!r}")
+    limit = settings.traceback_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= 1_048_576:
+        raise ValueError(f"traceback_limit must be a number of characters 0..1048576 (0: none), got {limit!r}")
     if not isinstance(settings.durable_enqueue, bool):
         raise ValueError(f"durable_enqueue must be True or False, got {settings.durable_enqueue!r}")
     for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform", "replica_wait"):

@@ -17,6 +17,7 @@ Events and their fields (``worker`` is the worker's class name, ``shard`` its in
 - ``lease_acquired``: worker, shard, epoch, restored (jobs of a dead owner's batch put back), morgued
 - ``lease_lost``: worker, shard, reason (another process holds it now)
 - ``lease_released``: worker, shard
+- ``queue_paused``, ``queue_resumed``: queue (this server saw the pause begin or end)
 - ``outage_began``: error (Redis stopped answering this process)
 - ``outage_ended``: seconds (how long it lasted)
 """
@@ -34,7 +35,7 @@ log = logging.getLogger("lowkiq.events")
 
 NAMES = frozenset({
     "enqueued", "batch_taken", "performed", "failed", "morgued", "lease_acquired", "lease_lost", "lease_released",
-    "outage_began", "outage_ended",
+    "outage_began", "outage_ended", "queue_paused", "queue_resumed",
 })
 
 

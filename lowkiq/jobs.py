@@ -24,6 +24,7 @@ class Job:
     perform_in: float
     retry_count: int
     error: str | None = None
+    traceback: str | None = None  # of the last failure, capped (traceback_limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class MorgueJob:
     payloads: list[tuple[Any, float]]
     updated_at: float
     error: str | None = None
+    traceback: str | None = None  # of the failure that sent it to the morgue, capped
 
 
 @dataclass(frozen=True, slots=True)

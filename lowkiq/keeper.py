@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from . import __version__, leases, membership
+from . import __version__, history, leases, log_format, membership
 from .assignment import ShardId, assign, split_among_threads
 from .events import SILENT, Bus
 from .leases import Held, Lease
 from .queue import lua
+from .queue.metrics import MetricsReader
 from .splitters import Shard
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ CRASH_ERROR = ("lowkiq: the server process died while performing this job {limit
                "taking servers down")
 # Seconds between reads of how many replicas each primary has.
 REPLICAS_EVERY = 10.0
+# Seconds between claims of the queues' history sample: each minute is claimed once, by whoever asks first.
+HISTORY_EVERY = 20.0
 REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
 
 
@@ -62,6 +65,8 @@ class Keeper:
         # The thread each held lease was last given to: it serves it, or will once it reads its inbox.
         self.given: dict[ShardId, int] = {}
         self.desired: set[ShardId] = set()
+        # Queues no server may take from (read with every beat): their shards are handed back and left alone.
+        self.paused: frozenset[str] = frozenset()
         self.view: tuple[Any, ...] | None = None
         self.view_since = time.monotonic()
         self.members: list[membership.Member] = []
@@ -71,6 +76,8 @@ class Keeper:
         # Replicas per primary: grants on a primary that has any wait until one holds them (WAIT).
         self.replicas: dict[str, int] = {}
         self.replicas_read_at = -REPLICAS_EVERY
+        self.history_at = -HISTORY_EVERY
+        self.metrics = MetricsReader(self.client)
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
         self._crash_error = runtime.settings.dump_error(CRASH_ERROR.format(limit=s.crash_limit))
 
@@ -112,18 +119,44 @@ class Keeper:
         if time.monotonic() - self.replicas_read_at >= REPLICAS_EVERY:
             self.replicas = self.client.replica_counts()
             self.replicas_read_at = time.monotonic()
+        if time.monotonic() - self.history_at >= HISTORY_EVERY:
+            self.history_at = time.monotonic()
+            self.sample_history()
         if self.draining:
             self.renew_due()
             return
         if time.monotonic() - self.view_since >= self.settings.settle:
             self.rebalance()
+        elif self.paused & self.desired_queues():
+            # A pause does not wait for the membership to settle: stop serving now.
+            self.ask_back({shard for shard in self.desired if shard[0] not in self.paused})
         self.renew_due()
+
+    def sample_history(self) -> None:
+        """This minute's totals of the queues served here, unless some process sampled them already."""
+        minute, claimed = history.claim(self.client, list(self.workers))
+        if claimed:
+            measured, _ = self.metrics.read([self.workers[q].keys() for q in claimed], self.runtime.clock())
+            history.write(self.client, measured, minute)
+
+    def desired_queues(self) -> set[str]:
+        return {queue for queue, _ in self.desired}
 
     def beat(self) -> None:
         ttl_ms = leases.ttl_ms(self.settings.lease_ttl)
         reply = self.wire.call(*membership.beat_call(self.member_id, ttl_ms, self.record(ttl_ms)))
         _, members = membership.members_of(reply)
         self.members = members
+        paused = membership.paused_of(reply) & self.workers.keys()
+        if paused != self.paused:
+            for queue in sorted(paused - self.paused):
+                log.info("keeper: queue %s is paused: its shards are handed back after their current batch", queue,
+                         extra=log_format.fields(queue=queue, paused=True))
+                self.runtime.events.emit("queue_paused", queue=queue)
+            for queue in sorted(self.paused - paused):
+                log.info("keeper: queue %s is resumed", queue, extra=log_format.fields(queue=queue, paused=False))
+                self.runtime.events.emit("queue_resumed", queue=queue)
+            self.paused = frozenset(paused)
         view = tuple(sorted((m.id, m.state, m.threads, m.queues, m.hint, m.stable_name) for m in members))
         if view != self.view:
             self.view, self.view_since = view, time.monotonic()
@@ -168,10 +201,20 @@ class Keeper:
 
     def rebalance(self) -> None:
         owner = assign(m.view() for m in self.members)
-        desired = {shard for shard, member in owner.items() if member == self.member_id and shard[0] in self.workers}
+        desired = {shard for shard, member in owner.items()
+                   if member == self.member_id and shard[0] in self.workers and shard[0] not in self.paused}
+        self.ask_back(desired)
+        with self.lock:
+            held = dict(self.leases)
+        missing = [shard for shard in sorted(desired) if shard not in held]
+        if missing:
+            self.acquire(missing)
+
+    def ask_back(self, desired: set[ShardId]) -> None:
+        """Make ``desired`` the shards to serve; ask threads to hand back the held ones it leaves out."""
         if desired != self.desired:
-            log.info("keeper: this process should hold %d of %d shards (%d live processes)",
-                     len(desired), len(owner), len(self.members))
+            log.info("keeper: this process should hold %d shards (%d live processes%s)", len(desired),
+                     len(self.members), f"; paused: {', '.join(sorted(self.paused))}" if self.paused else "")
             self.desired = desired
             self.thread_of = self.split(desired)
         with self.lock:
@@ -183,9 +226,6 @@ class Keeper:
                 self.processors[self.thread_of_lease(lease)].hand_back(lease, release=True)
             elif shard in desired and self.thread_of.get(shard) != self.given.get(shard):
                 self.processors[self.thread_of_lease(lease)].hand_back(lease, release=False)
-        missing = [shard for shard in sorted(desired) if shard not in held]
-        if missing:
-            self.acquire(missing)
 
     def split(self, shards: set[ShardId]) -> dict[ShardId, int]:
         threads = len(self.processors)
@@ -252,9 +292,12 @@ class Keeper:
                 log.warning("keeper: took over shard %s:%d from a process that stopped renewing it: %d jobs of its "
                             "in-flight batch went back to the queue%s", *shard, outcome.restored,
                             f", {len(outcome.morgued)} crashed it {s.crash_limit} times and went to the morgue "
-                            f"({', '.join(outcome.morgued[:10])})" if outcome.morgued else "")
+                            f"({', '.join(outcome.morgued[:10])})" if outcome.morgued else "",
+                            extra=log_format.fields(queue=shard[0], shard=shard[1], restored=outcome.restored,
+                                                    ids=list(outcome.morgued), epoch=outcome.epoch))
             else:
-                log.debug("keeper: acquired shard %s:%d (epoch %d)", *shard, outcome.epoch)
+                log.debug("keeper: acquired shard %s:%d (epoch %d)", *shard, outcome.epoch,
+                          extra=log_format.fields(queue=shard[0], shard=shard[1], epoch=outcome.epoch))
             with self.lock:
                 self.leases[shard] = outcome
             self.give(shard, outcome)
@@ -313,7 +356,8 @@ class Keeper:
                 raise reply
             if lease.lost is None:  # else released meanwhile by its thread: nothing was lost
                 log.warning("keeper: lost the lease of shard %s (%s); another process may hold it now",
-                            lease.shard, refused.reason)
+                            lease.shard, refused.reason, extra=log_format.fields(
+                                worker=lease.shard.worker.__name__, shard=lease.shard.index, reason=refused.reason))
                 self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
                                          reason=refused.reason)
                 self.lost(lease, refused.reason)

@@ -121,7 +121,7 @@ def leave_call(member_id: str) -> tuple[str, MemberKeys, tuple[Any, ...]]:
 
 def members_of(reply: Sequence[Any]) -> tuple[int, list[Member]]:
     """(Redis time in ms, live members) from a ``member_beat`` reply."""
-    now_ms, ids, details, expiries = reply
+    now_ms, ids, details, expiries = reply[:4]
     out = []
     for raw_id, raw, expires in zip(ids, details, expiries):
         member_id = raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id)
@@ -129,6 +129,11 @@ def members_of(reply: Sequence[Any]) -> tuple[int, list[Member]]:
         if member is not None:
             out.append(member)
     return int(now_ms), out
+
+
+def paused_of(reply: Sequence[Any]) -> frozenset[str]:
+    """The paused queues' names from a ``member_beat`` reply."""
+    return frozenset(n.decode() if isinstance(n, bytes) else str(n) for n in reply[4])
 
 
 def live(client: Any) -> list[Member]:

@@ -1,4 +1,4 @@
-"""``lowkiq stats|servers|jobs|morgue|audit``: what the console shows and does, from a shell.
+"""``lowkiq stats|servers|jobs|morgue|pause|resume|audit``: what the console shows and does, from a shell.
 
 They read the same Redis as the console (``--redis-url``, ``--app``, else
 LOWKIQ_APP, LOWKIQ_REDIS_URL, REDIS_URL, else the embedded Redis) through the same
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import audit
+from .queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from .transport import TopologyError
 
 if TYPE_CHECKING:
@@ -55,17 +56,38 @@ def parser() -> argparse.ArgumentParser:
     for kind in ("queued", "busy", "dead"):
         which.add_argument(f"--{kind}", dest="kind", action="store_const", const=kind)
     listing.add_argument("--limit", type=int, default=50, help="jobs at most (default 50)")
+    _filter_arguments(listing, "queued: id, perform_in or retry_count; dead: id or updated_at")
+    listing.add_argument("--desc", action="store_true", help="the highest first")
     morgue = sub.add_parser("morgue", parents=[common], help="requeue or delete dead jobs")
     morgue.add_argument("action", choices=["requeue", "delete"])
     morgue.add_argument("worker")
     scope = morgue.add_mutually_exclusive_group(required=True)
     scope.add_argument("--ids", nargs="+", metavar="ID", help="these dead jobs")
+    scope.add_argument("--filter", metavar="FIELD", choices=MORGUE_ORDERS,
+                       help="the dead jobs whose FIELD (id or updated_at) is within --min..--max, as the console's "
+                            "filter")
     scope.add_argument("--all", action="store_true", help="every dead job of the worker")
+    _bounds_arguments(morgue)
     morgue.add_argument("--dry-run", action="store_true", help="count what would be touched, touch nothing")
     morgue.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    for verb, text in (("pause", "stop servers taking a worker's jobs (enqueueing goes on)"),
+                       ("resume", "let servers take a paused worker's jobs again")):
+        sub.add_parser(verb, parents=[common], help=text).add_argument("worker")
     log = sub.add_parser("audit", parents=[common], help="the newest operator actions")
     log.add_argument("--limit", type=int, default=50)
     return p
+
+
+def _filter_arguments(p: argparse.ArgumentParser, fields: str) -> None:
+    p.add_argument("--filter", metavar="FIELD", help=f"order and filter by FIELD ({fields}); with --min/--max")
+    _bounds_arguments(p)
+
+
+def _bounds_arguments(p: argparse.ArgumentParser) -> None:
+    for bound in ("min", "max"):
+        p.add_argument(f"--{bound}", default="", metavar="VALUE",
+                       help=f"the {'lowest' if bound == 'min' else 'highest'} FIELD kept, inclusive: an id, a number, "
+                            "or for times a unix time or a local date like '2026-11-24 03:00'")
 
 
 def main(argv: Sequence[str]) -> int:
@@ -101,6 +123,7 @@ def _console(args: argparse.Namespace) -> Console:
 
 def _run(c: Console, args: argparse.Namespace) -> Any:
     from .webui.console import BrokenWorker, UnknownWorker
+    from .webui.listing import BadInput
 
     try:
         if args.command == "stats":
@@ -112,9 +135,11 @@ def _run(c: Console, args: argparse.Namespace) -> Any:
         if args.command == "jobs" and args.jobs_command == "find":
             return find(c, args.id)
         if args.command == "jobs":
-            return list_jobs(c, args.worker, args.kind, args.limit)
+            return list_jobs(c, args)
+        if args.command in ("pause", "resume"):
+            return pause_or_resume(c, args.command, args.worker)
         return morgue_action(c, args)
-    except BrokenWorker as exc:
+    except (BrokenWorker, BadInput) as exc:
         raise OpsError(str(exc)) from None
     except UnknownWorker as exc:
         known = ", ".join(v.name for v in c.workers()) or "none"
@@ -128,7 +153,8 @@ def stats(c: Console) -> dict[str, Any]:
         "servers": len(members),
         "workers": [{"worker": view.name, "length": m.length, "fresh": m.fresh, "retries": m.retries,
                      "busy": m.busy, "dead": m.morgue_length, "lag_seconds": round(m.lag, 3),
-                     "processed": m.processed, "failed": m.failed} for view, m in rows],
+                     "processed": m.processed, "failed": m.failed,
+                     "paused": m.paused.as_json() if m.paused else None} for view, m in rows],
         "broken": {entry.name: entry.problem for entry in c.broken()},
     }
 
@@ -153,34 +179,79 @@ def _job(job: Any, where: str, worker: str) -> dict[str, Any]:
 
 
 def find(c: Console, job_id: str) -> dict[str, Any]:
-    return {"id": job_id, "found": [_job(f.job, f.where, f.view.name) for f in c.find(job_id)]}
+    found = [{**_job(f.job, f.where, f.view.name), "traceback": f.job.traceback} for f in c.find(job_id)]
+    return {"id": job_id, "found": found}
 
 
-def list_jobs(c: Console, worker: str, kind: str, limit: int) -> dict[str, Any]:
+def list_jobs(c: Console, args: argparse.Namespace) -> dict[str, Any]:
+    worker, kind, limit = args.worker, args.kind, args.limit
     if not 1 <= limit <= 1000:
         raise OpsError(f"--limit must be 1..1000, got {limit}")
     view = c.worker(worker)
     q = c.queries(view)
-    if kind == "queued":
-        jobs = [_job(j, "queued", worker) for j in q.enqueued(limit=limit).rows]
-    elif kind == "dead":
-        jobs = [_job(j, "dead", worker) for j in q.morgue(limit=limit).rows]
-    else:
+    if kind == "busy":
+        if args.filter or args.min or args.max or args.desc:
+            raise OpsError("--filter, --min, --max and --desc apply to --queued and --dead, not --busy")
         jobs = [_job(j, "busy", worker) for j in q.busy()[:limit]]
-    return {"worker": worker, "kind": kind, "jobs": jobs}
+        return {"worker": worker, "kind": kind, "jobs": jobs}
+    orders, default = (ENQUEUED_ORDERS, "perform_in") if kind == "queued" else (MORGUE_ORDERS, "updated_at")
+    shown = _listing(args, orders, default)
+    query = q.enqueued if kind == "queued" else q.morgue
+    page = query(shown.order_by, desc=args.desc, min=shown.min or None, max=shown.max or None, limit=limit)
+    jobs = [_job(j, kind, worker) for j in page.rows]
+    return {"worker": worker, "kind": kind, "jobs": jobs, **_filter_json(shown)}
+
+
+def _listing(args: argparse.Namespace, orders: tuple[str, ...], default: str) -> Any:
+    """The console's filter from --filter/--min/--max, with the console's validation (BadInput)."""
+    from .webui import listing
+
+    if (args.min or args.max) and not args.filter:
+        raise OpsError("--min and --max need --filter FIELD")
+    if args.filter and args.filter not in orders:
+        raise OpsError(f"--filter must be one of {', '.join(orders)}, got {args.filter!r}")
+    return listing.parse({"order_by": args.filter or default, "min": args.min, "max": args.max}, orders,
+                         default_order=default, default_limit=1)
+
+
+def _filter_json(shown: Any) -> dict[str, Any]:
+    if not (shown.min or shown.max):
+        return {}
+    return {"filter": {"field": shown.order_by, "min": shown.min or None, "max": shown.max or None}}
+
+
+def _scope_text(shown: Any) -> str:
+    return f"{shown.order_by} from {shown.min or 'the first'} to {shown.max or 'the last'}"
+
+
+def pause_or_resume(c: Console, verb: str, worker: str) -> dict[str, Any]:
+    from . import pausing
+
+    view = c.worker(worker)
+    change = pausing.pause if verb == "pause" else pausing.resume
+    changed = change(c.client, view.info.queue_name, worker=view.name, who=_user(), source="cli")
+    return {"worker": view.name, "paused": verb == "pause", "changed": changed}
 
 
 def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None:
     view = c.worker(args.worker)
+    shown = None
+    if (args.min or args.max) and not args.filter:
+        raise OpsError("--min and --max need --filter FIELD")
     if args.all:
         touched = next(m.morgue_length for v, m in c.metrics([view], full=False))
         scope = "every dead job"
+    elif args.filter:
+        shown = _listing(args, MORGUE_ORDERS, "updated_at")
+        touched = c.queries(view).morgue_count(shown.order_by, min=shown.min or None, max=shown.max or None)
+        scope = f"the dead jobs with {_scope_text(shown)}"
     else:
         touched = len(c.queries(view).morgue_jobs(args.ids))
         scope = f"{touched:,} of the {len(args.ids):,} ids given (the others are not dead jobs)"
     verb = "requeue" if args.action == "requeue" else "delete"
     if args.dry_run:
-        return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": touched}
+        return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": touched,
+                **(_filter_json(shown) if shown else {})}
     if not args.yes:
         if not sys.stdin.isatty():
             raise OpsError(f"{verb} {touched:,} dead jobs of {view.name}: add --yes to confirm (stdin is not a terminal)")
@@ -189,14 +260,20 @@ def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None
             raise OpsError("nothing done")
     actions = c.actions(view)
     started = time.monotonic()
+    ids: list[str] = []
     if args.all:
         count = actions.morgue_requeue_all() if verb == "requeue" else actions.morgue_delete_all()
+        action, recorded_scope = f"morgue/{verb}", "all"
+    elif shown is not None:
+        count = c.act_on_matching(view, "morgue", verb, shown.order_by, min=shown.min or None, max=shown.max or None)
+        action, recorded_scope = f"morgue/{verb}_matching", _scope_text(shown)
     else:
         count = actions.morgue_requeue(args.ids) if verb == "requeue" else actions.morgue_delete(args.ids)
-    audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=count,
-                 ids=[] if args.all else list(args.ids), scope="all" if args.all else "")
-    return {"worker": view.name, "action": f"morgue/{verb}", "touched": count,
-            "seconds": round(time.monotonic() - started, 3)}
+        action, ids, recorded_scope = f"morgue/{verb}", list(args.ids), ""
+    audit.record(c.client, who=_user(), source="cli", action=action, worker=view.name, count=count, ids=ids,
+                 scope=recorded_scope)
+    return {"worker": view.name, "action": action, "touched": count, "seconds": round(time.monotonic() - started, 3),
+            **(_filter_json(shown) if shown else {})}
 
 
 def _user() -> str:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from . import schedulers
+from . import log_format, schedulers
 from .keeper import release_leases
 from .leases import Lease, LeaseRefused, refusal, ttl_ms
 from .queue import lua
@@ -210,7 +210,7 @@ class Processor:
             restored = release_leases(self.wire, [lease], {id(lease): acked}, self.runtime.events)
             if restored:
                 log.warning("thread %d: shard %s released with %d jobs put back into the queue",
-                            self.number, lease.shard, restored)
+                            self.number, lease.shard, restored, extra=_shard_fields(lease, restored=restored))
         elif acked:
             handler.ack(acked)
         if acked:
@@ -224,7 +224,8 @@ class Processor:
         handler = next((h for h in self.handlers if h.lease is lease), None)
         if self.pending is not None and self.pending.handler.lease is lease:
             log.warning("thread %d: ids %s of shard %s were performed after its lease was lost; the new owner "
-                        "runs them again", self.number, self.pending.ids[:20], lease.shard)
+                        "runs them again", self.number, self.pending.ids[:20], lease.shard,
+                        extra=_shard_fields(lease, ids=list(self.pending.ids)))
             self.pending = None
         if handler is None:
             return False
@@ -236,7 +237,8 @@ class Processor:
                                               self.probe, self.runtime.clock)
         self.scheduler = schedulers.build(self.settings, context) if self.handlers else None
         if not self.stop.is_set():
-            log.info("thread %d serves shards %s", self.number, " ".join(str(h.shard) for h in self.handlers) or "(none)")
+            log.info("thread %d serves shards %s", self.number, " ".join(str(h.shard) for h in self.handlers) or "(none)",
+                     extra=log_format.fields(shards=[str(h.shard) for h in self.handlers]))
 
     def _hand_everything_back(self) -> None:
         """Stopping: acknowledge the last batch and release every shard, in one round trip."""
@@ -283,7 +285,8 @@ class Processor:
         else:
             lease = handler.lease
             log.warning("thread %d: lost the lease of shard %s (%s); another process serves it now, and runs "
-                        "again whatever this thread had in flight there", self.number, lease.shard, exc.reason)
+                        "again whatever this thread had in flight there", self.number, lease.shard, exc.reason,
+                        extra=_shard_fields(lease, reason=exc.reason))
             if lease.lost is None:
                 lease.lost = exc.reason
                 self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
@@ -307,7 +310,8 @@ class Processor:
             self.pending = None
             self.uncertain = False
         delay = min(MAX_BACKOFF, self.settings.poll_interval * 2 ** min(self.errors_in_a_row - 1, 10))
-        log.warning("thread %d: Redis error (%s: %s); retrying in %.1f s", self.number, type(exc).__name__, exc, delay)
+        log.warning("thread %d: Redis error (%s: %s); retrying in %.1f s", self.number, type(exc).__name__, exc, delay,
+                    extra=log_format.fields(error_class=type(exc).__name__, error=str(exc), retry_in=delay))
         # The keeper's news ends the wait (a shard given, lost or asked back, Redis answering its beat again,
         # or the process stopping): Redis answers, so retry now and back off from the start if need be. Else
         # a thread would sleep out its back-off (up to MAX_BACKOFF) on shards its keeper holds and renews.
@@ -346,3 +350,7 @@ class Processor:
             self.pending.handler.ack(self.pending.ids)
             self.pending = None
             self.uncertain = False
+
+
+def _shard_fields(lease: Lease, **more: Any) -> dict[str, Any]:
+    return log_format.fields(worker=lease.shard.worker.__name__, shard=lease.shard.index, **more)

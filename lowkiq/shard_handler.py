@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import job_context, serializers
+from . import job_context, log_format, serializers, stored_error
 from .events import SILENT, Bus
 from .leases import Lease
 from .middleware import run_chain
@@ -113,20 +113,23 @@ class ShardHandler:
         except BaseException as exc:
             job_context.leave()
             log.error("%s shard %d: perform raised %s for ids %s; failing the batch and stopping",
-                      self.name, self.shard.index, type(exc).__name__, list(batch))
+                      self.name, self.shard.index, type(exc).__name__, list(batch),
+                      extra=self._fields(list(batch), error_class=type(exc).__name__))
             try:
                 self.fail(taken, exc)
             except Exception:
                 # The batch stays in processing; whoever holds the lease next restores it.
-                log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch))
+                log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch),
+                              extra=self._fields(list(batch)))
             raise StopProcess(exc) from exc
         job_context.leave()
         if self.events.active:
             self.events.emit("performed", worker=self.name, shard=self.shard.index, ids=list(batch),
                              seconds=time.perf_counter() - started)
         if log.isEnabledFor(logging.DEBUG):
+            seconds = time.perf_counter() - started
             log.debug("%s shard %d: performed %d ids %s in %.1f ms", self.name, self.shard.index, len(batch),
-                      _short(list(batch)), (time.perf_counter() - started) * 1000)
+                      _short(list(batch)), seconds * 1000, extra=self._fields(list(batch), seconds=round(seconds, 6)))
         return Ack(self, list(batch))
 
     def fail(self, taken: Taken, exc: BaseException, seconds: float = 0.0) -> list[MorgueJob]:
@@ -136,14 +139,19 @@ class ShardHandler:
         message = self._format_error(exc)
         retries = [(job.id, now + self._retry_in(job.retry_count + 1)) for job in taken.jobs]
         ids = [job.id for job in taken.jobs]
-        # The traceback once per batch that fails for the first time: retries of it would repeat it.
-        first = any(job.retry_count < 0 for job in taken.jobs) or log.isEnabledFor(logging.DEBUG)
+        # One line per failure: a failing queue must not flood the log. The traceback is stored with
+        # the jobs (the job page shows it) and logged at debug level.
         log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
-                  exc_info=(type(exc), exc, exc.__traceback__) if first else None)
-        failed = self.queue.fail(self.lease, retries, self._dump_error(message), type(worker).max_retry_count, now=now)
+                  extra=self._fields(ids, error_class=type(exc).__name__, error=message))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s shard %d: traceback of the failure of ids %s", self.name, self.shard.index, _short(ids),
+                      exc_info=(type(exc), exc, exc.__traceback__), extra=self._fields(ids))
+        stored = stored_error.pack(self._dump_error(message),
+                                   stored_error.format_traceback(exc, self.settings.traceback_limit))
+        failed = self.queue.fail(self.lease, retries, stored, type(worker).max_retry_count, now=now)
         if failed.missing:
             log.error("%s shard %d: ids %s failed but were no longer in processing; nothing was written for them",
-                      self.name, self.shard.index, _short(failed.missing))
+                      self.name, self.shard.index, _short(failed.missing), extra=self._fields(failed.missing))
         morgued = failed.morgued
         if self.events.active:
             self.events.emit("failed", worker=self.name, shard=self.shard.index, ids=ids, seconds=seconds,
@@ -151,13 +159,18 @@ class ShardHandler:
             if morgued:
                 self.events.emit("morgued", worker=self.name, shard=self.shard.index, ids=[m.id for m in morgued])
         if morgued:
+            dead = [m.id for m in morgued]
             log.warning("%s shard %d: ids %s moved to the morgue after %d retries", self.name, self.shard.index,
-                        _short([m.id for m in morgued]), type(worker).max_retry_count)
+                        _short(dead), type(worker).max_retry_count, extra=self._fields(dead, morgued=True))
             try:
                 worker.retries_exhausted(morgued)
             except Exception:
                 log.exception("%s.retries_exhausted raised for ids %s", self.name, _short([m.id for m in morgued]))
         return morgued
+
+    def _fields(self, ids: list[str], **more: Any) -> dict[str, Any]:
+        return log_format.fields(worker=self.name, shard=self.shard.index, ids=ids, batch=len(ids),
+                                 thread=self.thread, **more)
 
     # The hooks below are user code run while failing a batch. If one raised, the
     # batch would stay in processing and the server would stop, then fail the same

@@ -91,3 +91,97 @@
     show();
   });
 })();
+
+// Absolute times in this browser's zone or in UTC, by the header's toggle, remembered. The server renders
+// its own zone (with the offset); elements with data-time (an ISO time) are rewritten, again after swaps.
+(function () {
+  "use strict";
+  var KEY = "lowkiq.times";
+  function zone() {
+    try { return window.localStorage.getItem(KEY) || ""; } catch (e) { return ""; }
+  }
+  function two(n) { return (n < 10 ? "0" : "") + n; }
+  function format(date, utc) {
+    if (utc) {
+      return date.getUTCFullYear() + "-" + two(date.getUTCMonth() + 1) + "-" + two(date.getUTCDate()) + " " +
+        two(date.getUTCHours()) + ":" + two(date.getUTCMinutes()) + ":" + two(date.getUTCSeconds()) + " UTC";
+    }
+    var offset = -date.getTimezoneOffset();
+    var sign = offset >= 0 ? "+" : "-";
+    offset = Math.abs(offset);
+    return date.getFullYear() + "-" + two(date.getMonth() + 1) + "-" + two(date.getDate()) + " " +
+      two(date.getHours()) + ":" + two(date.getMinutes()) + ":" + two(date.getSeconds()) + " " + sign +
+      two(Math.floor(offset / 60)) + two(offset % 60);
+  }
+  function rewrite(root) {
+    var chosen = zone();
+    var button = document.getElementById("tz-toggle");
+    if (button) {
+      button.hidden = false;
+      button.textContent = chosen === "utc" ? "UTC" : chosen === "local" ? "Local time" : "Server time";
+      button.setAttribute("aria-label", "Times shown: " + button.textContent + ". Change");
+    }
+    if (!chosen) return;
+    (root || document).querySelectorAll("[data-time]").forEach(function (element) {
+      var when = new Date(element.getAttribute("data-time"));
+      if (!isNaN(when.getTime())) element.textContent = format(when, chosen === "utc");
+    });
+  }
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest || !event.target.closest("#tz-toggle")) return;
+    var next = zone() === "utc" ? "local" : "utc";
+    try { window.localStorage.setItem(KEY, next); } catch (e) { /* private mode: this page only */ }
+    rewrite();
+  });
+  document.addEventListener("DOMContentLoaded", function () { rewrite(); });
+  document.addEventListener("htmx:afterSwap", function (event) { rewrite(event.detail.elt); });
+  document.addEventListener("htmx:oobAfterSwap", function (event) { rewrite(event.detail.target); });
+})();
+
+// Filters by a time (perform_in, updated_at) get a date-time picker. The browser's local time is what the
+// operator means: it is sent as unix seconds, so the server's own zone never matters.
+(function () {
+  "use strict";
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function toLocalInput(seconds) {
+    var d = new Date(seconds * 1000);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" +
+      pad(d.getMinutes());
+  }
+  function isTime(form) {
+    var select = form.querySelector("select[name=order_by]");
+    var orders = (form.getAttribute("data-time-orders") || "").split(" ");
+    return select && orders.indexOf(select.value) >= 0;
+  }
+  function arrange(form) {
+    var time = isTime(form);
+    form.querySelectorAll("input[data-bound]").forEach(function (input) {
+      if (time && input.type !== "datetime-local") {
+        var number = parseFloat(input.value);
+        var value = input.value && isFinite(number) && /^[0-9.eE+-]+$/.test(input.value) ? toLocalInput(number) : "";
+        input.type = "datetime-local";
+        input.value = value;
+      } else if (!time && input.type === "datetime-local") {
+        input.type = "text";
+        input.value = "";
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form.filters[data-time-orders]").forEach(arrange);
+  });
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    if (select.name === "order_by" && select.form && select.form.hasAttribute("data-time-orders")) arrange(select.form);
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.hasAttribute || !form.hasAttribute("data-time-orders")) return;
+    form.querySelectorAll("input[data-bound]").forEach(function (input) {
+      if (input.type !== "datetime-local" || !input.value) return;
+      var seconds = new Date(input.value).getTime() / 1000;  // a datetime-local value is read as local time
+      input.type = "text";
+      input.value = String(seconds);
+    });
+  }, true);
+})();

@@ -112,27 +112,53 @@ class RedisCluster(ProcessGroup):
     def wait_ok(self, timeout: float = 30.0) -> None:
         """Every live node says cluster_state:ok, agrees on the slot map and the roles, and every replica is in sync."""
         deadline = time.monotonic() + timeout
+        # Nodes that stay split on a slot's owner are repaired after a while, as redis-cli --cluster fix does.
+        repair_at = time.monotonic() + 3.0
         last = ""
         while time.monotonic() < deadline:
             try:
-                views = set()
+                views: dict[tuple, list[int]] = {}
                 ok = True
                 for port in self.alive():
                     c = self.client(port)
                     if c.cluster("info")["cluster_state"] != "ok":
                         ok = False
                         break
-                    views.add((tuple(sorted(self.slot_owners(c))), self.roles(c)))
+                    views.setdefault((tuple(sorted(self.slot_owners(c))), self.roles(c)), []).append(port)
                     role = c.execute_command("ROLE")
                     if role[0] == b"slave" and role[3] != b"connected":
                         ok = False
                 if ok and len(views) == 1:
                     return
-                last = f"views={len(views)}"
+                last = f"views={len(views)}: " + "; ".join(f"{ports} see {view[0]}" for view, ports in views.items())
+                if ok and time.monotonic() > repair_at:
+                    self._reassign_disputed_slots(views)
+                    repair_at = time.monotonic() + 2.0
             except (redis.ConnectionError, redis.ResponseError) as exc:
                 last = str(exc)
             time.sleep(0.05)
         raise RuntimeError(f"the Redis Cluster did not become ok within {timeout}s ({last})")
+
+    def _reassign_disputed_slots(self, views: dict[tuple, list[int]]) -> None:
+        """Give every slot the nodes disagree on to the owner most nodes see, on every primary.
+
+        A slot moved and moved back within a second can stay claimed by the wrong node for good: gossip
+        carrying the older move won with a higher config epoch. The owner's epoch is bumped so that its
+        claim wins from now on.
+        """
+        seen: dict[int, dict[int, int]] = {}  # slot -> owner -> nodes seeing it
+        for (owners, _), ports in views.items():
+            for start, end, owner in owners:
+                for slot in range(start, end + 1):
+                    counts = seen.setdefault(slot, {})
+                    counts[owner] = counts.get(owner, 0) + len(ports)
+        disputed = {slot: max(counts, key=counts.__getitem__) for slot, counts in seen.items() if len(counts) > 1}
+        for slot, owner in disputed.items():
+            owner_id = self.client(owner).execute_command("CLUSTER MYID").decode()
+            self.client(owner).execute_command("CLUSTER SETSLOT", slot, "NODE", owner_id)
+            self.client(owner).execute_command("CLUSTER BUMPEPOCH")
+            for port in {p for _, _, p in self.slot_owners(self.client(owner))} - {owner}:
+                self.client(port).execute_command("CLUSTER SETSLOT", slot, "NODE", owner_id)
 
     def slot_owners(self, c: redis.Redis | None = None) -> list[tuple[int, int, int]]:
         """(first slot, last slot, primary's port) as a live node sees it."""

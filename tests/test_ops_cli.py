@@ -96,7 +96,56 @@ def test_morgue_actions_count_first_ask_and_are_audited(tmp_path, redis_url, see
     assert entries[1]["ids"] == ["d0", "d1"] and entries[0]["who"] and entries[0]["at"] > time.time() - 60
 
 
+def test_a_filter_lists_and_acts_on_exactly_its_range(tmp_path, redis_url, seeded):
+    listed = as_json(tmp_path, redis_url, "jobs", "list", "Billing", "--queued", "--filter", "id", "--min", "q1",
+                     "--max", "q3", "--desc")
+    assert [j["id"] for j in listed["jobs"]] == ["q3", "q2", "q1"]
+    assert listed["filter"] == {"field": "id", "min": "q1", "max": "q3"}
+    dead = as_json(tmp_path, redis_url, "jobs", "list", "Billing", "--dead", "--filter", "id", "--max", "d1")
+    assert [j["id"] for j in dead["jobs"]] == ["d0", "d1"]
+
+    dry = as_json(tmp_path, redis_url, "morgue", "requeue", "Billing", "--filter", "id", "--min", "d1", "--max", "d2",
+                  "--dry-run")
+    assert (dry["would_touch"], dry["filter"]) == (2, {"field": "id", "min": "d1", "max": "d2"})
+    refused = run_cli(tmp_path, "morgue", "delete", "Billing", "--filter", "id", "--min", "d1", "--redis-url", redis_url)
+    assert "add --yes to confirm" in one_line_error(refused)
+    done = as_json(tmp_path, redis_url, "morgue", "requeue", "Billing", "--filter", "id", "--min", "d1", "--max", "d2",
+                   "--yes")
+    assert done["touched"] == 2
+    q = seeded.queries(Billing)
+    assert q.morgue_job("d0") is not None and q.morgue_job("shared") is not None  # outside the range: untouched
+    assert q.morgue_job("d1") is None and q.job("d2") is not None
+    # A time filter takes a local date, as the console's does; nothing died before 2001.
+    old = as_json(tmp_path, redis_url, "morgue", "delete", "Billing", "--filter", "updated_at", "--max",
+                  "2001-01-01 00:00", "--yes")
+    assert old["touched"] == 0
+    [entry, _] = as_json(tmp_path, redis_url, "audit", "--limit", "2")
+    assert (entry["action"], entry["count"], entry["scope"]) == ("morgue/delete_matching", 0,
+                                                                 f"updated_at from the first to {old['filter']['max']}")
+
+
+def test_pause_and_resume_are_kept_in_redis_and_audited(tmp_path, redis_url, seeded):
+    assert as_json(tmp_path, redis_url, "pause", "Mailer") == {"worker": "Mailer", "paused": True, "changed": True}
+    assert as_json(tmp_path, redis_url, "pause", "Mailer")["changed"] is False
+    rows = {row["worker"]: row for row in as_json(tmp_path, redis_url, "stats")["workers"]}
+    assert rows["Billing"]["paused"] is None
+    assert rows["Mailer"]["paused"]["source"] == "cli" and rows["Mailer"]["paused"]["at"] > time.time() - 60
+    assert "paused: False\nchanged: True" in ops(tmp_path, redis_url, "resume", "Mailer")
+    assert as_json(tmp_path, redis_url, "resume", "Mailer")["changed"] is False
+    entries = as_json(tmp_path, redis_url, "audit", "--limit", "4")
+    assert [(e["action"], e["worker"], e["scope"]) for e in entries] == [
+        ("resume", "Mailer", "was not paused"), ("resume", "Mailer", "queue Mailer resumed"),
+        ("pause", "Mailer", "was paused already"), ("pause", "Mailer", "queue Mailer paused")]
+
+
 def test_mistakes_are_one_line(tmp_path, redis_url, seeded):
+    assert "--filter must be one of id, perform_in, retry_count, got 'updated_at'" in one_line_error(
+        run_cli(tmp_path, "jobs", "list", "Billing", "--queued", "--filter", "updated_at", "--redis-url", redis_url))
+    assert "--min and --max need --filter FIELD" in one_line_error(
+        run_cli(tmp_path, "morgue", "delete", "Billing", "--all", "--min", "1", "--redis-url", redis_url))
+    assert "min must be a unix time or a date" in one_line_error(
+        run_cli(tmp_path, "jobs", "list", "Billing", "--dead", "--filter", "updated_at", "--min", "yesterday",
+                "--redis-url", redis_url))
     assert "no worker 'Nope' in this Redis (known: Billing, Mailer)" in one_line_error(
         run_cli(tmp_path, "jobs", "list", "Nope", "--dead", "--redis-url", redis_url))
     assert "--limit must be 1..1000" in one_line_error(

@@ -62,3 +62,36 @@ def test_a_taken_metrics_port_is_a_one_line_error(tmp_path, redis_url):
         result = run_cli(tmp_path, "-r", str(import_app().__file__), "--redis-url", redis_url, "--metrics-port",
                          str(port), env={"APP_RECORD_DIR": str(tmp_path)})
     assert f"cannot serve metrics on port {port}" in one_line_error(result)
+
+
+def test_tallies_of_many_threads_add_up_exactly():
+    import threading
+
+    from prometheus_client import generate_latest
+
+    from lowkiq.events import Event
+    from lowkiq.process_metrics import ProcessMetrics
+
+    metrics = ProcessMetrics()
+
+    def work(n: int) -> None:
+        for i in range(1000):
+            metrics(Event("batch_taken", 0.0, {"worker": "W", "ids": ["a"] * (1 + i % 3), "shard": 0, "thread": ""}))
+            outcome = "failed" if i % 10 == 0 else "performed"
+            metrics(Event(outcome, 0.0, {"worker": "W", "ids": ["a"], "seconds": 0.002 * (i % 5), "shard": 0}))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    found = {(s.name, tuple(sorted(s.labels.items()))): s.value
+             for family in text_string_to_metric_families(generate_latest(metrics.registry).decode())
+             for s in family.samples}
+    assert found[("lowkiq_process_jobs_total", (("outcome", "performed"), ("worker", "W")))] == 3600
+    assert found[("lowkiq_process_jobs_total", (("outcome", "failed"), ("worker", "W")))] == 400
+    assert found[("lowkiq_batch_size_jobs_count", (("worker", "W"),))] == 4000
+    assert found[("lowkiq_batch_size_jobs_sum", (("worker", "W"),))] == 4 * sum(1 + i % 3 for i in range(1000))
+    assert found[("lowkiq_batch_size_jobs_bucket", (("le", "1"), ("worker", "W")))] == 4 * 334
+    durations = ("lowkiq_perform_duration_seconds_bucket", (("le", "0.005"), ("outcome", "performed"), ("worker", "W")))
+    assert found[durations] == 4 * sum(1 for i in range(1000) if i % 10 and 0.002 * (i % 5) <= 0.005)

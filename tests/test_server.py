@@ -107,15 +107,18 @@ def test_broken_retry_in_and_format_error_fall_back_to_the_defaults(configure, c
 
     runtime = configure(workers=[Broken], poll_interval=0.05, format_error=format_error)
     runtime.clock = __import__("time").time
+    before = runtime.clock()
     Broken.perform_async([{"id": "x"}])
     server = Server(runtime)
     exits = []
     thread = threading.Thread(target=lambda: exits.append(server.run(handle_signals=False)))
     thread.start()
     job = wait_until(lambda: (j := runtime.queries(Broken).job("x")) and j.retry_count == 0 and j)
+    failed_by = runtime.clock()
     server.shutdown()
     thread.join(10)
     assert exits == [0]
     assert job.retry_count == 0 and job.error == "RuntimeError: the real failure"  # the default format
-    assert 15 <= job.perform_in - __import__("time").time() <= 15 + 29 + 1  # the default retry_in(0)
+    # The default retry_in(0): 15 s plus up to 29 s of jitter, counted from the failure (between the two reads).
+    assert before + 15 <= job.perform_in <= failed_by + 15 + 29
     assert "Broken.retry_in failed" in caplog.text and "format_error failed" in caplog.text

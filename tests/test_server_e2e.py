@@ -70,6 +70,7 @@ def test_failures_retry_after_retry_in_then_reach_the_morgue(app, r, redis_url, 
         assert [(e["ids"], e["errors"]) for e in exhausted] == [(["f1"], ["ValueError: boom f1"])]
         dead = app.lowkiq.current().queries(app.Flaky).morgue_job("f1")
         assert dead.error == "ValueError: boom f1" and [p for p, _ in dead.payloads] == ["p"]
+        assert "in perform" in dead.traceback and dead.traceback.rstrip().endswith("ValueError: boom f1")
         assert queue_empty(r, app.Flaky)
         assert counter(r, app.Flaky, "failed") == 4
         assert "Flaky shard" in server.log() and "ids [f1] failed: ValueError: boom f1" in server.log()

@@ -34,9 +34,9 @@ def test_a_filter_showing_one_job_touches_that_job_only(client, runtime):
 
 
 def test_a_range_larger_than_a_chunk_is_requeued_whole(client, runtime, monkeypatch):
-    from lowkiq.webui import views
+    from lowkiq.webui import console as console_module
 
-    monkeypatch.setattr(views, "MATCHING_CHUNK", 7)  # many chunks, each its own script
+    monkeypatch.setattr(console_module, "MATCHING_CHUNK", 7)  # many chunks, each its own script
     make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}"} for i in range(50)])
     listing = W + "/morgue?order_by=id&min=job-10&max=job-39"
     assert b"Requeue matching (30)" in client.get(listing).data

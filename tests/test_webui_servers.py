@@ -84,6 +84,10 @@ def test_the_busy_page_says_which_server_runs_a_job_since_when(app_module, clien
         wait_until(lambda: lowkiq.current().queries(app_module.Slow).busy(), timeout=10)
         page = client.get("/lowkiq/workers/Slow/busy").get_data(as_text=True)
         assert f":{server.pid}" in page and "lowkiq-0" in page
+        # The job's own page (where a search for the id lands) says the same.
+        job = client.get("/lowkiq/workers/Slow/job?id=sleepy").get_data(as_text=True)
+        busy = job.split('id="job-busy"')[1].split("</section>")[0]
+        assert f":{server.pid}" in busy and "thread lowkiq-0" in busy and "performing since" in busy
         assert server.stop() == 0
     finally:
         server.kill()

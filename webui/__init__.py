@@ -10,7 +10,16 @@ or run it alone::
     gunicorn "lowkiq.webui:create_app()"
 """
 
-from . import api, audit_view, servers, stale, views  # noqa: F401 - they register their routes on the blueprint
+from . import (  # noqa: F401 - they register their routes on the blueprint
+    api,
+    audit_view,
+    export,
+    pause_view,
+    prometheus,
+    servers,
+    stale,
+    views,
+)
 from .app import create_app
 from .blueprint import bp as blueprint
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flask import Response, request
+from flask import Response, request, url_for
 
+from .. import history
+from ..history import Minute
 from ..jobs import Job, MorgueJob
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor, listing
 from .blueprint import bp
 from .listing import BadInput
 from .operations import MAX_IDS, OPERATIONS, Operation
-from .state import console
+from .state import console, settings
 from .views import dashboard_data
 
 API_PAGE_SIZE = 100
@@ -25,23 +27,30 @@ def reply(data: Any, status: int = 200) -> Response:
     return Response(body, status=status, mimetype="application/json")
 
 
-def job_json(job: Job) -> dict[str, Any]:
-    return {
+def job_json(job: Job, *, traceback: bool = False) -> dict[str, Any]:
+    """A job as the API shows it; ``traceback`` (up to traceback_limit characters) in lookups of one job."""
+    data = {
         "id": job.id,
         "payloads": [[payload, score] for payload, score in job.payloads],
         "perform_in": job.perform_in,
         "retry_count": job.retry_count,
         "error": job.error,
     }
+    if traceback:
+        data["traceback"] = job.traceback
+    return data
 
 
-def morgue_job_json(job: MorgueJob) -> dict[str, Any]:
-    return {
+def morgue_job_json(job: MorgueJob, *, traceback: bool = False) -> dict[str, Any]:
+    data = {
         "id": job.id,
         "payloads": [[payload, score] for payload, score in job.payloads],
         "updated_at": job.updated_at,
         "error": job.error,
     }
+    if traceback:
+        data["traceback"] = job.traceback
+    return data
 
 
 @bp.get("/api/v1/stats")
@@ -78,6 +87,8 @@ def api_dashboard() -> Response:
             "fresh": m.fresh,
             "retries": m.retries,
             "dead": m.morgue_length,
+            # who paused the queue and when (servers take none of its jobs), or null
+            "paused": m.paused.as_json() if m.paused else None,
         }
         for view, m in data["rows"]
     ]
@@ -140,19 +151,48 @@ def api_job(worker: str, job_id: str) -> Response:
     return reply(
         {
             "id": job_id,
-            "queued": job_json(queued) if queued else None,
-            "busy": job_json(busy) if busy else None,
-            "morgue": morgue_job_json(dead) if dead else None,
+            "queued": job_json(queued, traceback=True) if queued else None,
+            "busy": job_json(busy, traceback=True) if busy else None,
+            "morgue": morgue_job_json(dead, traceback=True) if dead else None,
         }
     )
 
 
-def _body_ids(op: Operation) -> list[str]:
+@bp.get("/api/v1/history")
+def api_history() -> Response:
+    """Per-minute processed, failed and lag of every worker and in total, over ``?hours=`` (1, 6, 24 or 48)."""
+    from . import history_chart
+
+    c = console()
+    hours = history_chart.window()
+    views = c.workers()
+    now = c.clock()
+    per_queue = history_chart.read(c.client, [v.info.queue_name for v in views], hours, now)
+    start = now - hours * 3600
+
+    def rows(minutes: list[Minute]) -> list[dict[str, float]]:
+        return [{"minute": m.minute, "processed": m.processed, "failed": m.failed, "lag": m.lag}
+                for m in minutes if m.minute >= start]
+
+    by_worker = {v.name: rows(per_queue[v.info.queue_name]) for v in views}
+    total = rows(history.combine(per_queue.values()))
+    return reply({"hours": hours, "total": total, "by_worker": by_worker})
+
+
+@bp.get("/api/v1/openapi.json")
+def api_openapi() -> Response:
+    """The OpenAPI 3.1 document of this API; its server is the prefix this request came through."""
+    from . import openapi  # it imports this module's constants: at the top the import would be circular
+
+    prefix = url_for(".dashboard").rstrip("/") or "/"
+    return reply(openapi.document(prefix, basic_auth=settings().password is not None))
+
+
+def body_object() -> dict[str, Any] | None:
+    """The JSON object the request's body holds; None when it has none. BadInput names what is wrong."""
     raw = request.get_data(cache=True)
     if not raw.strip():
-        if op.takes_ids:
-            raise BadInput('the body must be a JSON object like {"ids": ["1", "2"]}')
-        return []
+        return None
     try:
         body = json.loads(raw)
     except ValueError as exc:
@@ -161,10 +201,23 @@ def _body_ids(op: Operation) -> list[str]:
         raise BadInput("the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise BadInput(f"the body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def no_parameters(path: str) -> None:
+    """BadInput unless the body is empty or {}: an action that takes no parameters was sent some."""
+    body = body_object()
+    if body:
+        raise BadInput(f"{path} takes no parameters, got {sorted(body)}")
+
+
+def _body_ids(op: Operation) -> list[str]:
     if not op.takes_ids:
-        if body:
-            raise BadInput(f"{op.path} takes no parameters, got {sorted(body)}")
+        no_parameters(op.path)
         return []
+    body = body_object()
+    if body is None:
+        raise BadInput('the body must be a JSON object like {"ids": ["1", "2"]}')
     unknown = set(body) - {"ids"}
     if unknown:
         raise BadInput(f"unknown fields {sorted(unknown)}; expected only \"ids\"")

@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from . import security
 from .blueprint import bp, error_response, template_context
@@ -44,6 +45,11 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
         # redis-py connects lazily and per process, so gunicorn --preload forks no live socket.
         built = standalone_console(env, redis_timeout=current.redis_timeout)
         state.console_factory = lambda: built
+    if current.proxies:
+        # Behind reverse proxies: the client's address, scheme, host and the path prefix they mount the
+        # console at (X-Forwarded-Prefix), so links, cookies, redirects and origin checks use them.
+        n = int(current.proxies)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n, x_prefix=n)  # type: ignore[method-assign]
     security.install(app)
     app.register_blueprint(bp)
     app.context_processor(template_context)  # the error pages of unrouted requests use the layout too

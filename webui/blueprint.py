@@ -108,7 +108,18 @@ def template_context() -> dict[str, object]:
         "poll_interval": current.poll_interval,
         "version": __version__,
         "redis_label": _redis_label,
+        "here": here,
     }
+
+
+def here() -> str:
+    """This page's path and query as the browser addressed it, for forms to come back to.
+
+    ``request.full_path`` leaves out the prefix a proxy mounts the app at (SCRIPT_NAME,
+    X-Forwarded-Prefix): a form returning there would land outside the console.
+    """
+    query = request.query_string.decode("latin-1")
+    return request.script_root + request.path + (f"?{query}" if query else "")
 
 
 def _redis_label() -> str:
@@ -121,9 +132,15 @@ def _redis_label() -> str:
         return ""
 
 
+# Read by Prometheus and curl, not by people in a browser: their errors are one line of text.
+PLAIN_TEXT_ENDPOINTS = frozenset({"lowkiq.metrics"})
+
+
 def error_response(status: int, message: str) -> tuple[Response | str, int]:
     if is_api():
         return jsonify(error=message), status
+    if request.endpoint in PLAIN_TEXT_ENDPOINTS:
+        return Response(f"{message}\n", mimetype="text/plain"), status
     return render_template("lowkiq/error.html", status=status, message=message), status
 
 

@@ -35,6 +35,13 @@ from ..transport import Transport
 # Registry lookups are cached this long: the stats API is polled often and the
 # set of workers changes only on deploys.
 REGISTRY_TTL = 5.0
+# Ids per requeue/delete script of a "matching" action: each script stays short, however many match.
+MATCHING_CHUNK = 1000
+# What a "matching" action may do, by area and verb: the Actions method it runs on each chunk.
+MATCHING_VERBS = {
+    "morgue": {"requeue": "morgue_requeue", "delete": "morgue_delete"},
+    "enqueued": {"delete": "delete", "kill": "kill", "perform_now": "perform_now"},
+}
 CONSOLE_POOL_SIZE = 10
 # The workers a console knows: the usable ones, and registry entries it cannot use.
 Known = tuple[list[WorkerInfo], list[BrokenEntry]]
@@ -145,6 +152,16 @@ class Console:
     def actions(self, view: WorkerView) -> Actions:
         return Actions(self.client, view.keys, clock=self.clock)
 
+    def act_on_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
+                        max: Any = None) -> int:
+        """Act (``MATCHING_VERBS[area][verb]``) on every job of ``area`` ("morgue" or "enqueued") within
+        ``min``..``max`` of ``order_by`` (all of them without bounds), in chunks of MATCHING_CHUNK ids, each
+        chunk its own short script; how many jobs were touched."""
+        q, actions = self.queries(view), self.actions(view)
+        act = getattr(actions, MATCHING_VERBS[area][verb])
+        ids_of = q.morgue_ids if area == "morgue" else q.enqueued_ids
+        return sum(act(ids) for ids in ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK))
+
     def find(self, job_id: str) -> list[Found]:
         """Where an id is, in every worker: queued, busy (in processing) and dead, each a record."""
         found = []
@@ -172,6 +189,15 @@ class Console:
         views = self.workers()
         measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock())
         return list(zip(views, measured)), _redis_summary(info or {}), members
+
+    def metrics_and_members(self, now: float) -> tuple[list[tuple[WorkerView, QueueMetrics]], list[Member]]:
+        """Every shard's numbers (lag as of ``now``) and the live servers, in one round trip.
+
+        The dashboard's read without Redis INFO, which visits every node: a scraper polls this.
+        """
+        views = self.workers()
+        measured, _, members = self._reader.read_with_members([v.keys for v in views], now, with_info=False)
+        return list(zip(views, measured)), members
 
 
 def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:

@@ -49,12 +49,13 @@ class Unserved:
 
 
 def unserved(c: Console, rows: list[tuple[WorkerView, Any]], members: list[Member]) -> list[Unserved]:
-    """Workers whose work is due (lag > 0) while some of their shards have no live server."""
+    """Workers whose work is due (lag > 0) while some of their shards have no live server (a paused
+    queue's shards have none on purpose: it is marked paused instead)."""
     covered = ownership.coverage(members, {view.info.queue_name: view.info.shards_count for view, _ in rows})
     out = []
     for view, m in rows:
         gap = covered[view.info.queue_name].unserved
-        if m.lag > 0 and gap > 0:
+        if m.lag > 0 and gap > 0 and m.paused is None:
             out.append(Unserved(view, gap, m.lag))
     return out
 

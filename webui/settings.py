@@ -85,6 +85,10 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds, 60 to 31536000"),
     Setting("LOWKIQ_WEB_TRUSTED_ORIGINS", "trusted_origins", origins, (),
             "origins like https://ops.example.com, separated by commas or spaces"),
+    # Off by default: one series per shard (24 shards x 50 workers) is a cost every scrape pays.
+    Setting("LOWKIQ_WEB_METRICS_PER_SHARD", "metrics_per_shard", boolean, False, BOOLEAN_HELP),
+    # 0 by default: X-Forwarded-* headers are trusted only when the operator says a proxy sets them.
+    Setting("LOWKIQ_WEB_PROXIES", "proxies", _within(options.integer, 0, 5), 0, "a number of proxies, 0 to 5"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 SECRET_FIELDS = frozenset({"password", "secret_key"})
@@ -104,6 +108,8 @@ class ConsoleSettings:
     allow_no_auth: bool
     stale_after: float
     trusted_origins: tuple[str, ...]
+    metrics_per_shard: bool
+    proxies: int
 
 
 def parse_text(setting: Setting, text: str, source: str = "environment variable") -> Any:

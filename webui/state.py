@@ -38,6 +38,9 @@ class WebState:
     stored_secret_key: bytes | None = None
     # The standalone app logs once that it serves without a password on a public address.
     warned_no_auth: bool = False
+    # The wall-clock minute this process last recorded the queues' history for; False once Redis refused it.
+    history_minute: int = -1
+    history_allowed: bool = True
     samples: deque[Sample] = field(default_factory=lambda: deque(maxlen=SAMPLES_KEPT))
     _console: Console | None = None
     _console_of: tuple[int, float] | None = None

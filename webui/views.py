@@ -10,9 +10,9 @@ from flask import Response, abort, make_response, redirect, render_template, req
 from werkzeug.urls import iri_to_uri
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from .. import audit
+from .. import audit, history
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import actor, chart, formatting, listing
+from . import actor, chart, formatting, history_chart, listing
 from .blueprint import bp
 from .console import Console, WorkerView
 from .listing import BadInput
@@ -41,6 +41,7 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
     samples = state().sample(now, int(totals["processed"]), int(totals["failed"]))
+    history_chart.record(c, [m for _, m in rows], now)
     from .servers import unserved
     from .stale import stale_workers
 
@@ -60,7 +61,20 @@ def dashboard_data(c: Console) -> dict[str, Any]:
 
 @bp.get("/")
 def dashboard() -> Response:
-    return page("lowkiq/dashboard.html", **dashboard_data(console()))
+    return page("lowkiq/dashboard.html", windows=history_chart.WINDOWS, hours=history_chart.window(),
+                **dashboard_data(console()))
+
+
+@bp.get("/_history")
+def dashboard_history() -> str:
+    """The dashboard's history panel, loaded after the page: reading every worker's minutes costs more than
+    the rest of the dashboard."""
+    c = console()
+    hours = history_chart.window()
+    now = c.clock()
+    per_queue = history_chart.read(c.client, [view.info.queue_name for view in c.workers()], hours, now)
+    past = history_chart.build(history.combine(per_queue.values()), hours, now)
+    return render_template("lowkiq/_history_panel.html", history=past, windows=history_chart.WINDOWS, hours=hours)
 
 
 @bp.get("/_live")
@@ -83,8 +97,10 @@ def enqueued(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     args = listing.parse(request.args, ENQUEUED_ORDERS, default_order="perform_in", default_limit=PAGE_SIZES[0])
-    shown = listing.fetch(c.queries(view).enqueued, args)
-    return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=ENQUEUED_ORDERS, now=c.clock())
+    # What the bulk buttons would touch is counted with the page, before the operator confirms.
+    shown = listing.fetch(functools.partial(c.queries(view).enqueued, with_count=True), args)
+    return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=ENQUEUED_ORDERS, now=c.clock(),
+                matching=shown.matching or 0, filtered=bool(args.min or args.max))
 
 
 @bp.get("/workers/<worker>/morgue")
@@ -99,25 +115,43 @@ def morgue(worker: str) -> Response:
                 matching=matching, filtered=bool(args.min or args.max))
 
 
+# What each "matching" action reports: {jobs} is "3 dead jobs", "1 queued job", ...
+MATCHING_DONE = {
+    ("morgue", "requeue"): "Requeued {jobs}",
+    ("morgue", "delete"): "Deleted {jobs}",
+    ("enqueued", "delete"): "Deleted {jobs}",
+    ("enqueued", "kill"): "Moved {jobs} to the morgue",
+    ("enqueued", "perform_now"): "Made {jobs} ready now",
+}
+
+
 @bp.post("/workers/<worker>/morgue/<verb>_matching")
 def morgue_matching(worker: str, verb: str) -> BaseResponse:
     """Requeue or delete every dead job the filter shown matches (all of them without one), in chunks."""
-    if verb not in ("requeue", "delete"):
+    return _matching(worker, "morgue", verb)
+
+
+@bp.post("/workers/<worker>/enqueued/<verb>_matching")
+def enqueued_matching(worker: str, verb: str) -> BaseResponse:
+    """Delete, kill or perform now every queued job the filter shown matches (all without one), in chunks."""
+    return _matching(worker, "enqueued", verb)
+
+
+def _matching(worker: str, area: str, verb: str) -> BaseResponse:
+    if (area, verb) not in MATCHING_DONE:
         abort(404)
     c = console()
     view = c.worker(worker)
     back = _back(view)
-    args = listing.parse(request.form, MORGUE_ORDERS, default_order="updated_at", default_limit=PAGE_SIZES[0])
-    q, actions = c.queries(view), c.actions(view)
-    act = actions.morgue_requeue if verb == "requeue" else actions.morgue_delete
-    touched = 0
-    for ids in q.morgue_ids(args.order_by, min=args.min or None, max=args.max or None, chunk=MATCHING_CHUNK):
-        touched += act(ids)
+    orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
+    args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
+    touched = c.act_on_matching(view, area, verb, args.order_by, min=args.min or None, max=args.max or None)
     scope = _filter_text(args)
-    audit.record(c.client, who=actor.actor(), source="console", action=f"morgue/{verb}_matching", worker=view.name,
+    audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
                  count=touched, scope=scope)
-    done = "Requeued" if verb == "requeue" else "Deleted"
-    message = f"{done} {touched:,} dead job{'' if touched == 1 else 's'} ({scope})."
+    kind = "dead job" if area == "morgue" else "queued job"
+    jobs = f"{touched:,} {kind}{'' if touched == 1 else 's'}"
+    message = f"{MATCHING_DONE[area, verb].format(jobs=jobs)} ({scope})."
     response = redirect(back, code=303)
     response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
     return response
@@ -147,7 +181,19 @@ def worker_counts(worker: str) -> str:
     c = console()
     view = c.worker(worker)
     [(_, metrics)] = c.metrics([view])
-    return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""))
+    now = c.clock()
+    hours = history_chart.WINDOWS[0]
+    minutes = history_chart.read(c.client, [view.info.queue_name], hours, now)[view.info.queue_name]
+    return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""),
+                           now=now, next_url=_current_page(view), history=history_chart.build(minutes, hours, now))
+
+
+def _current_page(view: WorkerView) -> str:
+    """The page that loaded the counts (htmx says which), for its forms to return to; else the worker's page."""
+    current = urlsplit(request.headers.get("HX-Current-URL", ""))
+    if current.path.startswith(url_for(".dashboard")):
+        return current.path + (f"?{current.query}" if current.query else "")
+    return url_for(".enqueued", worker=view.name)
 
 
 @bp.get("/workers/<worker>/job")
@@ -184,12 +230,16 @@ def job(worker: str, job_id: str) -> Response:
     q = c.queries(view)
     found = {"queued": q.job(job_id), "busy": q.busy_job(job_id), "morgue": q.morgue_job(job_id)}
     status = 200 if any(found.values()) else 404
-    return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status)
+    lease = None
+    if found["busy"] is not None:  # which server performs it, since when: one more read, only then
+        from .servers import busy_servers
+
+        lease = busy_servers(c, view, [found["busy"]])[1].get(job_id)
+    return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status,
+                lease=lease)
 
 
 MAX_SEARCHED_ID = 10_000
-# Ids per requeue/delete script of a "matching" action: each script stays short, however many match.
-MATCHING_CHUNK = 1000
 
 # ---- actions -----------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """Lowkiq's benchmark shape: an empty perform.
 
-BENCH_SHARDS_COUNT and BENCH_BATCH_SIZE shape the worker. The only work
+BENCH_SHARDS_COUNT and BENCH_BATCH_SIZE shape the worker; BENCH_SUBSCRIBER=noop adds an
+events subscriber that does nothing. The only work
 done per batch is what the measurement needs: the first perform stores its
 start time, and the perform that brings the count of ids to BENCH_EXPECTED
 stores its end time (bench:first, bench:last in Redis).
@@ -33,9 +34,15 @@ class BlankWorker(lowkiq.Worker):
             _done += len(payloads_by_id)
             last = _done == EXPECTED
         if first:
-            _marks.set("bench:first", repr(time.time()))
+            _marks.set("bench:first", repr(time.time()), nx=True)  # with --processes, the first of all
         if last:
             _marks.set("bench:last", repr(time.time()))
 
 
-lowkiq.configure(workers=[BlankWorker])
+def _ignore(event):
+    pass
+
+
+# Item 9: the cost of the events interface with a subscriber that does nothing. Item 7 runs this app with
+# code from before subscribers existed: the option is given only when asked for.
+lowkiq.configure(workers=[BlankWorker], **({"subscribers": [_ignore]} if os.environ.get("BENCH_SUBSCRIBER") == "noop" else {}))

@@ -31,9 +31,11 @@ from .. import ROOT, machine
 from ..common import MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, Sizes, log, median, spread, wait_for
 from ..lowkiq_side import _empty, blank_worker
 from ..options import Options
+from ..profiling import SpyRecorder, summarize
 from ..redis_server import RedisServer
 
 PREVIOUS = "31e379d"
+OUT = Path(__file__).resolve().parents[1] / "out"
 SHARDS = 5
 BATCH_SIZES = (1, 100)
 IDLE_FULL, IDLE_SMOKE = 10.0, 1.0  # seconds of an idle server whose background traffic is counted
@@ -160,7 +162,41 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
                     if quiet is not None:
                         idle[variant.name] = quiet
         _report(result, sizes, drains, idle, previous, current)
+        for batch_size in _profiled(result, options):
+            _profile(result, redis_server, sizes, batch_size, (previous, current))
     return result
+
+
+def _profiled(result: ItemResult, options: Options) -> list[int]:
+    """The batch sizes to profile: every one (``always``), or those whose throughput missed (``auto``)."""
+    if options.profile == "never":
+        return []
+    if options.profile == "always":
+        return list(BATCH_SIZES)
+    return [b for b in BATCH_SIZES
+            if any(r.ok is False and r.metric == f"batch_size {b}: throughput, current / previous" for r in result.rows)]
+
+
+def _profile(result: ItemResult, redis_server: RedisServer, sizes: Sizes, batch_size: int,
+             variants: tuple[Variant, Variant]) -> None:
+    """One more drain of each variant under py-spy (not timed: the sampler takes CPU from both)."""
+    parts = []
+    for variant in variants:
+        log(f"item 7, batch_size {batch_size}, {variant.name}: one more drain under py-spy (not timed)")
+        path = str(OUT / f"item7-{variant.name}-batch{batch_size}-pyspy.txt")
+        Path(path).unlink(missing_ok=True)  # an older run's stacks must not pass for this one's
+        drain_once(redis_server, variant, sizes, batch_size, idle=False, profile_to=path)
+        profile = summarize(path) if Path(path).exists() else None
+        if profile is None:
+            result.note("py-spy is not installed or could not attach (`pip install py-spy`): no profile.")
+            return
+        # The keeper is not under Processor.run, so the summary leaves it out: its samples are counted apart.
+        keeper = summarize(path, within="Keeper.run").samples
+        beside = (f"the keeper thread held the GIL for {keeper} samples beside the workers' {profile.samples}"
+                  if variant.name == "current" else "no keeper thread in this code")
+        parts.append(f"**{variant.name}** ({variant.label}; {beside}). " + profile.markdown(limit=10))
+    result.note(f"Profiles of the server draining batch_size {batch_size}, one more drain of each code under "
+                "py-spy:\n\n" + "\n\n".join(parts))
 
 
 def _current_label() -> str:
@@ -192,7 +228,7 @@ def previous_tree() -> Iterator[str]:
 
 
 def drain_once(redis_server: RedisServer, variant: Variant, sizes: Sizes, batch_size: int, *,
-               idle: bool) -> tuple[Drain, Idle | None]:
+               idle: bool, profile_to: str | None = None) -> tuple[Drain, Idle | None]:
     url = redis_server.url
     client = redis.Redis.from_url(url)
     client.flushall()
@@ -209,7 +245,11 @@ def drain_once(redis_server: RedisServer, variant: Variant, sizes: Sizes, batch_
     quiet = None
     with LowkiqServer("blank", url, env=env, command=[sys.executable, "-m", "lowkiq.cli"]) as server:
         watched = (server.ps, psutil.Process(redis_server.pid()), psutil.Process())
-        start, end, polls = _watch(client, lambda: _snapshot(client, counters, server, watched), timeout=600)
+        spy = SpyRecorder(server.pid, profile_to, 1000 if batch_size > 1 else 200).start() if profile_to else None
+        start, end, polls = _watch(client, lambda: _snapshot(client, counters, server, watched), timeout=600,
+                                   alive=server.check_alive)
+        if spy is not None:
+            spy.stop()
         wait_for(lambda: _empty(client, worker), timeout=30, alive=server.check_alive,
                  what="the queue to be empty and every id acknowledged")
         if idle:
@@ -252,7 +292,8 @@ def _snapshot(client: redis.Redis, counters: list[str], server: LowkiqServer,
                     sum(int(p or 0) for p in processed), server.cpu_seconds(), busy - ours)
 
 
-def _watch(client: redis.Redis, snapshot: Callable[[], Snapshot], *, timeout: float) -> tuple[Snapshot, Snapshot, int]:
+def _watch(client: redis.Redis, snapshot: Callable[[], Snapshot], *, timeout: float,
+           alive: Callable[[], None]) -> tuple[Snapshot, Snapshot, int]:
     """Snapshots when the first perform has started and when the last has ended; the polls between them.
 
     A drain so short that one poll sees both marks (smoke sizes) is counted from ``before``, the
@@ -269,6 +310,7 @@ def _watch(client: redis.Redis, snapshot: Callable[[], Snapshot], *, timeout: fl
             start, polls, started = snapshot(), 0, True
         if time.monotonic() > deadline:
             raise TimeoutError(f"the queue did not drain in {timeout:.0f} s")
+        alive()  # a server that died (or could not start) fails the item now, not after the timeout
         time.sleep(0.01)
 
 

@@ -48,6 +48,10 @@ class Endpoint:
     target_ms: float | None
 
 
+SHARED_ID = "order-42"
+HISTORY_MINUTES = 2 * 24 * 60
+
+
 def run(sizes: Sizes, options: Options) -> ItemResult:
     workers = console_workers(sizes.console_workers, sizes.console_shards)
     first = workers[0].__name__
@@ -57,6 +61,11 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         Endpoint("GET morgue page (default: 25 rows by updated_at)", f"/workers/{first}/morgue", 100.0),
         Endpoint("GET morgue page, 100 rows by id", f"/workers/{first}/morgue?order_by=id&limit=100", 100.0),
         Endpoint("GET enqueued page (default: 25 rows by perform_in)", f"/workers/{first}/enqueued", None),
+        Endpoint("GET search for an id held by two workers (looks in every worker)", f"/search?id={SHARED_ID}", None),
+        Endpoint("GET the dashboard's history panel, 48 hours (loaded after the page)", "/_history?hours=48", None),
+        Endpoint("GET the dashboard's history panel, 1 hour", "/_history?hours=1", None),
+        Endpoint("GET a worker's tab counts with its last hour", f"/workers/{first}/_counts", None),
+        Endpoint("GET api/v1/history?hours=48", "/api/v1/history?hours=48", None),
     ]
     result = ItemResult(6, "Console", f"{len(workers)} workers × {sizes.console_shards} shards, "
                         f"{sizes.console_queued:,} queued jobs and {sizes.console_dead:,} dead ones; "
@@ -67,6 +76,10 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         seconds = _seed(url, workers, sizes)
         retried = RETRIED_SMOKE if sizes.smoke else RETRIED_FULL
         retried_seconds = _seed_retried(url, retried)
+        history_seconds = _seed_history(url, client, workers, sizes)
+        result.note(f"History: {HISTORY_MINUTES if not sizes.smoke else 60:,} minutes of totals per worker (the two "
+                    f"days kept), written in {history_seconds:.1f} s; the id {SHARED_ID} is queued in the first and "
+                    "the last worker.")
         result.note(f"Retried worker: {retried:,} jobs failed once or more (retry counts 0..9) in its one shard, "
                     f"seeded through perform_async, ack_and_take and fail in {retried_seconds:.1f} s.")
         used = int(client.info("memory")["used_memory"])
@@ -98,6 +111,29 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         for ep in wanted:
             result.note(_profile(client, in_process, ep, sizes.console_requests))
     return result
+
+
+def _seed_history(url: str, client: redis.Redis, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:
+    """Every worker's per-minute stream full (two days of minutes), and one id held by two workers."""
+    from lowkiq.history import HistoryKeys
+
+    started = time.perf_counter()
+    minutes = 60 if sizes.smoke else HISTORY_MINUTES
+    now = int(time.time() // 60 * 60)
+    for worker in workers:
+        pipe = client.pipeline(transaction=False)
+        for m in range(minutes):
+            minute = now - (minutes - m) * 60
+            pipe.xadd(HistoryKeys.stream(worker.queue_name), {"at": (minute + 5) * 1000, "processed": m * 1000,
+                      "failed": m, "lag": m % 30, "length": 5000, "dead": 100}, id=f"{minute * 1000}-0")
+        pipe.execute()
+    runtime = lowkiq.configure(workers=[workers[0], workers[-1]], redis_url=url)
+    try:
+        for worker in (workers[0], workers[-1]):
+            worker.perform_async([{"id": SHARED_ID, "payload": "x"}])
+    finally:
+        runtime.close()
+    return time.perf_counter() - started
 
 
 def _seed(url: str, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:

@@ -1,4 +1,4 @@
-"""Item 4: lowkiq, RQ and Dramatiq draining the same blank jobs, in one run, against one Redis."""
+"""Item 4: lowkiq, RQ, Dramatiq, saq, streaq, arq and taskiq draining the same blank jobs, in one run, against one Redis."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .. import ROOT
 from ..common import MARK_FIRST, MARK_LAST, ItemResult, Sizes, log, median, spread, wait_drained
 from ..lowkiq_side import drain_blank
 from ..options import Options
+from ..peers import runner as peers
 from ..redis_server import RedisServer
 
 BIN = Path(sys.executable).parent
@@ -32,9 +33,11 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
     result = ItemResult(4, "Side by side", f"the same Redis, one after another in each run: lowkiq (item 1's shape, "
                         f"{sizes.jobs:,} jobs, 5 threads, lag), RQ's SimpleWorker (`rq worker --burst --worker-class "
                         f"rq.worker.SimpleWorker`, {n:,} jobs), RQ's default forking worker ({fork_n:,} jobs, "
-                        f"extrapolated), Dramatiq (Redis broker, 1 process × 5 threads, {n:,} jobs). Every job is a "
-                        "blank function; drain = first job start to last job end")
+                        f"extrapolated), Dramatiq (Redis broker, 1 process × 5 threads, {n:,} jobs), then saq, streaq, arq "
+                        f"and taskiq with taskiq-redis (1 worker process, 5 concurrent asyncio jobs, {n:,} jobs "
+                        "each). Every job is a blank function; drain = first job start to last job end")
     lowkiq_runs, simple, forking, dramatiq = [], [], [], []
+    asyncio_peers: dict[str, list[peers.PeerRun]] = {peer.label: [] for peer in peers.PEERS}
     with RedisServer() as redis_server:
         url = redis_server.url
         client = redis_server.client()
@@ -45,10 +48,13 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
                 simple.append(_rq(client, url, n, "rq.worker.SimpleWorker"))
                 forking.append(_rq(client, url, fork_n, "rq.worker.Worker"))
                 dramatiq.append(_dramatiq(client, url, n))
+                for peer in peers.PEERS:
+                    asyncio_peers[peer.label].append(peers.run(peer, client, url, n))
     low = median(lowkiq_runs) / sizes.jobs  # seconds per job
     result.row("lowkiq drain, jobs/s", f"{1 / low:,.0f}", "", None)
     rows = [("RQ SimpleWorker", simple, ">= 5×"), ("RQ forking Worker (extrapolated)", forking, ""),
-            ("Dramatiq, 5 threads", dramatiq, "")]
+            ("Dramatiq, 5 threads", dramatiq, ""), *((label, runs, "") for label, runs in asyncio_peers.items())]
+    fastest = ("", float("inf"))  # (name, seconds per job)
     for name, runs, target in rows:
         per = median([o.drain / o.jobs for o in runs])
         ratio = per / low
@@ -57,6 +63,10 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         result.row(f"lowkiq / {name} throughput", f"{ratio:.1f}×", target,
                    None if sizes.smoke or not target else ratio >= 5)
         result.row(f"{name}: enqueue, s", spread([o.enqueue for o in runs]))
+        fastest = min(fastest, (name, per), key=lambda f: f[1])
+    ratio = fastest[1] / low
+    result.row(f"lowkiq / fastest peer ({fastest[0]}, {1 / fastest[1]:,.0f} jobs/s) throughput", f"{ratio:.2f}×",
+               ">= 1× (not slower)", None if sizes.smoke else ratio >= 1)
     if forking:
         per_fork = median([o.drain / o.jobs for o in forking])
         result.note(f"RQ's default worker forks a work horse per job: {per_fork * 1e3:.1f} ms per job measured on "
@@ -66,6 +76,10 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
                 f"item's own Redis; RQ and Dramatiq ran {sizes.others_runs} time(s) each at this size (one RQ "
                 "SimpleWorker drain of 100,000 jobs takes minutes). RQ uses its defaults (results kept 500 s); "
                 "Dramatiq's actor has max_retries=0 and no result backend.")
+    result.note("The asyncio peers (bench/peers/) drain as many jobs as RQ's SimpleWorker, as often as RQ and "
+                "Dramatiq, each job a blank coroutine recording the same two marks as Dramatiq's actor: "
+                + "; ".join(f"**{peer.version}**: {peer.how}" for peer in peers.PEERS) + ". The last row compares "
+                "lowkiq with the fastest of all the peers above.")
     return result
 
 

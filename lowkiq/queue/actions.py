@@ -48,11 +48,21 @@ class Actions:
 
     def perform_all_now(self) -> int:
         """Every job scheduled in the future becomes ready now."""
-        return self._every_shard("perform_all_now", (self.clock(),))
+        return self._every_shard("perform_all_now", (self.clock(), "all"))
+
+    def perform_now(self, ids: Iterable[str]) -> int:
+        """These queued jobs, when scheduled in the future, become ready now."""
+        now = self.clock()
+        return self._by_ids("perform_all_now", ids, lambda shard_ids: (now, "ids", *shard_ids))
 
     def kill_failed(self) -> int:
         """Every job with retry_count >= 0 goes to the morgue, with all its payloads and its error."""
-        return self._every_shard("kill_failed", (self.clock(),))
+        return self._every_shard("kill_failed", (self.clock(), "failed"))
+
+    def kill(self, ids: Iterable[str]) -> int:
+        """These queued jobs go to the morgue (whatever their retry count), with all their payloads and error."""
+        now = self.clock()
+        return self._by_ids("kill_failed", ids, lambda shard_ids: (now, "ids", *shard_ids))
 
     def delete_failed(self) -> int:
         """Every job with retry_count >= 0 is deleted."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgpack
 
+from .. import stored_error
 from ..jobs import Job, MorgueJob, UndecodablePayload
 
 
@@ -49,12 +50,14 @@ def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], 
         unpacker.feed(blob)
         retry_count, perform_in, error, flat = list(unpacker)
         pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
+        text, traceback = stored_error.load(error, load_error)
         return Job(
             id=job_id,
             payloads=[(_tolerant(load_payload, raw), score) for raw, score in pairs],
             perform_in=float(perform_in),
             retry_count=int(retry_count),
-            error=load_error(error) if error else None,
+            error=text,
+            traceback=traceback,
         )
     except CORRUPT as exc:
         problem = f"not a processing record: {type(exc).__name__}: {exc}"
@@ -64,9 +67,11 @@ def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], 
 
 def morgue_job(job_id: str, blob: bytes, updated_at: Any, error: bytes | None,
                load_payload: Callable[[bytes], Any], load_error: Callable[[bytes], str]) -> MorgueJob:
+    text, traceback = stored_error.load(error, load_error)
     return MorgueJob(
         id=job_id,
         payloads=payloads(blob, load_payload),
         updated_at=float(updated_at),
-        error=load_error(error) if error else None,
+        error=text,
+        traceback=traceback,
     )

@@ -175,9 +175,14 @@ class MemberKeys:
         """member id -> JSON: host, pid, threads, version, started_ms, state, workers, shards."""
         return f"{PREFIX}:{{lowkiq}}:member_info"
 
+    @property
+    def paused_hash(self) -> str:
+        """Queue names no server may take jobs from: read by every beat (see PauseKeys)."""
+        return PauseKeys().paused_hash
+
     def all(self) -> list[str]:
         """The KEYS list the membership scripts receive."""
-        return [self.members_zset, self.member_info_hash]
+        return [self.members_zset, self.member_info_hash, self.paused_hash]
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,19 @@ class AuditKeys:
 
     def all(self) -> list[str]:
         return [self.audit_list]
+
+
+@dataclass(frozen=True)
+class PauseKeys:
+    """Paused queues and the audit log: a pause and its audit entry are one script in the {lowkiq} slot."""
+
+    @property
+    def paused_hash(self) -> str:
+        """queue name -> "<ms of Redis time> <JSON: who, source>", for as long as the queue is paused."""
+        return f"{PREFIX}:{{lowkiq}}:paused"
+
+    def all(self) -> list[str]:
+        return [self.paused_hash, AuditKeys().audit_list]
 
 
 def registry_hash() -> str:

@@ -52,6 +52,8 @@ NAMES = (
     "member_leave",
     "layout",
     "audit",
+    "pause",
+    "history",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

@@ -19,8 +19,9 @@ from typing import Any, NamedTuple
 
 import redis
 
-from .. import membership
+from .. import membership, pausing
 from ..membership import Member
+from ..pausing import Pause
 from ..transport import Batch, NodeReply, Transport, as_transport
 from ..transport.errors import first_error
 from ..transport.resp import pack
@@ -57,6 +58,7 @@ class QueueMetrics:
     failed: int
     lag: float
     shards: tuple[ShardMetrics, ...]
+    paused: Pause | None = None  # who paused the queue and when; None while it runs
 
 
 # Commands per shard: what api/v1/stats needs, and what the dashboard needs.
@@ -92,10 +94,11 @@ class MetricsReader:
         measured, info, _ = self._read(queues, now, kind, with_info, with_members=False)
         return measured, info
 
-    def read_with_members(self, queues: Sequence[QueueKeys],
-                          now: float) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
-        """Every metric, Redis INFO of every node and the live server processes, in one round trip."""
-        measured, info, members = self._read(queues, now, FULL, True, with_members=True)
+    def read_with_members(self, queues: Sequence[QueueKeys], now: float, *,
+                          with_info: bool = True) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
+        """Every metric, Redis INFO of every node (unless told not to) and the live server processes,
+        in one round trip."""
+        measured, info, members = self._read(queues, now, FULL, with_info, with_members=True)
         return measured, info or {}, members
 
     def _read(self, queues: Sequence[QueueKeys], now: float, kind: str, with_info: bool,
@@ -103,7 +106,8 @@ class MetricsReader:
         batch = self._pack(tuple(queues), kind, with_members)
         replies, nodes = self.transport.execute(batch, each_node=("INFO",) if with_info else None, replicas=True)
         first_error(replies)
-        members = membership.from_replies(replies[-len(membership.READ_COMMANDS):]) if with_members else []
+        paused = pausing.parse_all(replies[-1])
+        members = membership.from_replies(replies[-1 - len(membership.READ_COMMANDS):-1]) if with_members else []
         per_shard = 3 if kind == STATS else 6
         out = []
         position = 0
@@ -118,7 +122,7 @@ class MetricsReader:
                 else:
                     processed, failed = r[5]
                     shards.append(ShardMetrics(r[0], r[3], r[1], r[4], int(processed or 0), int(failed or 0), head))
-            out.append(_queue(keys.queue_name, shards, now))
+            out.append(_queue(keys.queue_name, shards, now, paused.get(keys.queue_name)))
         return out, redis_info(nodes) if with_info else None, members
 
     def _pack(self, queues: tuple[QueueKeys, ...], kind: str, with_members: bool = False) -> Batch:
@@ -132,10 +136,12 @@ class MetricsReader:
                     for command in _shard_commands(shard, kind):
                         packed.append(pack(command))
                         slots.append(slot)
-            if with_members:
-                for command in membership.READ_COMMANDS:
-                    packed.append(pack(command))
-                    slots.append(key_slot(membership.MEMBER_KEYS.members_zset))
+            control = [*membership.READ_COMMANDS] if with_members else []
+            # Paused queues, with every read: the console shows them wherever it shows a queue.
+            control.append(("HGETALL", pausing.PAUSE_KEYS.paused_hash))
+            for command in control:
+                packed.append(pack(command))
+                slots.append(key_slot(pausing.PAUSE_KEYS.paused_hash))
             batch = Batch(packed, slots)
             with self._lock:
                 # Worker sets change on deploys only; keep the cache from growing regardless.
@@ -145,7 +151,7 @@ class MetricsReader:
         return batch
 
 
-def _queue(name: str, shards: list[ShardMetrics], now: float) -> QueueMetrics:
+def _queue(name: str, shards: list[ShardMetrics], now: float, paused: Pause | None = None) -> QueueMetrics:
     columns = list(zip(*shards)) if shards else [()] * len(ShardMetrics._fields)
     length, retries, morgue, busy, processed, failed = (sum(column) for column in columns[:6])
     oldest = min((head for head in columns[6] if head is not None), default=None)
@@ -160,6 +166,7 @@ def _queue(name: str, shards: list[ShardMetrics], now: float) -> QueueMetrics:
         failed=failed,
         lag=0.0 if oldest is None else max(0.0, now - oldest),
         shards=tuple(shards),
+        paused=paused,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 import redis
 
+from .. import stored_error
 from ..jobs import Job, MorgueJob
 from ..transport import Transport, as_transport
 from ..transport.errors import first_error
@@ -104,11 +105,58 @@ class Queries:
         limit: int = 100,
         after: Cursor | None = None,
         before: Cursor | None = None,
+        with_count: bool = False,
     ) -> Page[Job]:
-        """A page of the queue (fresh and retries) ordered by id, perform_in or retry_count."""
+        """A page of the queue (fresh and retries) ordered by id, perform_in or retry_count; ``with_count``
+        also counts every matching job (``Page.matching``) in the same round trip."""
         if order_by not in ENQUEUED_ORDERS:
             raise ValueError(f"order_by must be one of {', '.join(ENQUEUED_ORDERS)}, got {order_by!r}")
-        return self._page(order_by, desc, min, max, limit, after, before, self.jobs)
+        count = self._enqueued_count_commands(order_by, min, max) if with_count else None
+        return self._page(order_by, desc, min, max, limit, after, before, self.jobs, count)
+
+    def enqueued_count(self, order_by: str = "perform_in", *, min: Any = None, max: Any = None) -> int:
+        """Queued jobs within ``min``..``max`` of ``order_by`` (inclusive; empty: unbounded), in one round trip."""
+        if order_by not in ENQUEUED_ORDERS:
+            raise ValueError(f"order_by must be one of {', '.join(ENQUEUED_ORDERS)}, got {order_by!r}")
+        commands = self._enqueued_count_commands(order_by, min, max)
+        return sum(int(n) for n in self.client.pipeline_commands(commands))
+
+    def _enqueued_count_commands(self, order_by: str, min: Any, max: Any) -> list[tuple[str, tuple[Any, ...]]]:
+        lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
+        commands: list[tuple[str, tuple[Any, ...]]] = []
+        for shard in self._shards:
+            if order_by == "id":
+                lex = (f"[{lo}" if lo else "-", f"[{hi}" if hi else "+")
+                commands.append((shard.ids_lex_zset, ("ZLEXCOUNT", shard.ids_lex_zset, *lex)))
+                commands.append((shard.retried_ids_lex_zset, ("ZLEXCOUNT", shard.retried_ids_lex_zset, *lex)))
+            elif order_by == "perform_in":
+                key = shard.ids_by_perform_in_zset
+                commands.append((key, ("ZCOUNT", key, lo or "-inf", hi or "+inf")))
+            else:
+                # Fresh jobs count as retry_count -1 and are not in the retry index: they are the id index.
+                if (lo == "" or float(lo) <= -1) and (hi == "" or float(hi) >= -1):
+                    commands.append((shard.ids_lex_zset, ("ZCARD", shard.ids_lex_zset)))
+                key = shard.ids_by_retry_count_zset
+                commands.append((key, ("ZCOUNT", key, lo if lo and float(lo) > 0 else "0", hi or "+inf")))
+        return commands
+
+    def enqueued_ids(self, order_by: str = "perform_in", *, min: Any = None, max: Any = None,
+                     chunk: int = 1000) -> Iterator[list[str]]:
+        """The ids of the queued jobs within ``min``..``max``, in chunks of at most ``chunk``, in order.
+
+        As ``morgue_ids``: each chunk starts after the last id of the one before, so acting on a
+        chunk (delete, kill, perform now) between two reads neither skips nor repeats an id.
+        """
+        if order_by not in ENQUEUED_ORDERS:
+            raise ValueError(f"order_by must be one of {', '.join(ENQUEUED_ORDERS)}, got {order_by!r}")
+        lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
+        cursor: Cursor | None = None
+        while True:
+            rows = self._positions(order_by, False, lo, hi, cursor, _limit(chunk))
+            if not rows:
+                return
+            yield [job_id for _, job_id in rows]
+            cursor = Cursor(*rows[-1])
 
     def morgue(
         self,
@@ -178,6 +226,9 @@ class Queries:
         matching = None
         if count is None:
             rows = self._positions(index, desc != backwards, lo, hi, cursor, limit + 1)
+        elif index == "retry_count":  # read in sections (fresh, then retried): the count takes its own trip
+            rows = self._positions(index, desc != backwards, lo, hi, cursor, limit + 1)
+            matching = sum(int(n) for n in self.client.pipeline_commands(count))
         else:
             rows, counted = self._merged_with(index, desc != backwards, lo, hi, cursor, limit + 1, count)
             matching = sum(int(n) for n in first_error(counted))
@@ -270,12 +321,14 @@ class Queries:
                 # them is simply gone from this page.
                 if blob is None or perform_in is None:
                     continue
+                text, traceback = stored_error.load(error, self.load_error)
                 found[job_id] = Job(
                     id=job_id,
                     payloads=codec.payloads(blob, self.load_payload),
                     perform_in=float(perform_in),
                     retry_count=int(float(retry_count)) if retry_count is not None else -1,
-                    error=self.load_error(error) if error else None,
+                    error=text,
+                    traceback=traceback,
                 )
         return [found[i] for i in ids if i in found]
 

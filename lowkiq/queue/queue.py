@@ -12,6 +12,7 @@ from zlib import crc32
 import msgpack
 import redis
 
+from .. import stored_error
 from ..errors import NotDurable, PartialEnqueue
 from ..jobs import Job, MorgueJob, PreparedJob
 from ..leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
@@ -205,13 +206,15 @@ class Queue:
                 payloads = []
                 failure = failure or PayloadDecodeError(f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}")
             err = reply[i + 3]
+            text, traceback = stored_error.load(err, load_error) if err else (None, None)
             jobs.append(
                 Job(
                     id=job_id,
                     payloads=payloads,
                     perform_in=float(reply[i + 2]),
                     retry_count=int(reply[i + 1]),
-                    error=load_error(err) if err else None,
+                    error=text,
+                    traceback=traceback,
                 )
             )
         head = reply[0]
@@ -225,7 +228,8 @@ class Queue:
         max_retry_count: int,
         now: float | None = None,
     ) -> Failed:
-        """A batch failed. ``retries`` is (id, perform_in of its next try) for every job of it.
+        """A batch failed. ``retries`` is (id, perform_in of its next try) for every job of it;
+        ``error`` is what is stored with each (``stored_error.pack``: the error and its traceback).
 
         Returns the jobs whose oldest payload just entered the morgue, and the
         ids that were not in processing (nothing is ever dropped silently).
@@ -239,13 +243,15 @@ class Queue:
         except redis.ResponseError as exc:
             raise (refusal(exc) or exc) from None
         morgued = []
+        text, traceback = stored_error.load(error, self.load_error) if len(reply) > 1 else (None, None)
         for i in range(1, len(reply), 2):
             morgued.append(
                 MorgueJob(
                     id=reply[i].decode(),
                     payloads=codec.payloads(reply[i + 1], self.load_payload),
                     updated_at=now,
-                    error=self.load_error(error),
+                    error=text,
+                    traceback=traceback,
                 )
             )
         return Failed(morgued, [codec.text(i) for i in reply[0]])

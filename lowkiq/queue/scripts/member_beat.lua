@@ -1,7 +1,9 @@
 -- A server process's heartbeat: it stays a member for ``ttl`` more ms; members whose
--- heartbeat expired are removed. KEYS are MemberKeys.all(): the members zset, the info hash.
+-- heartbeat expired are removed. KEYS are MemberKeys.all(): the members zset, the info hash,
+-- the paused queues.
 -- ARGV[1] = member id, ARGV[2] = ttl in ms, ARGV[3] = its info (JSON)
--- Returns {now_ms, {member id, ...}, {info, ...}, {expiry ms, ...}}: the live members, by id.
+-- Returns {now_ms, {member id, ...}, {info, ...}, {expiry ms, ...}, {paused queue name, ...}}: the live
+-- members, by id, and the queues they must not take jobs from.
 local members, infos = KEYS[1], KEYS[2]
 local now_ms = server_ms()
 redis.call('ZADD', members, now_ms + tonumber(ARGV[2]), ARGV[1])
@@ -19,4 +21,4 @@ for i = 1, #live, 2 do
 end
 local details = {}
 if #ids > 0 then details = redis.call('HMGET', infos, unpack(ids)) end
-return { now_ms, ids, details, expiries }
+return { now_ms, ids, details, expiries, redis.call('HKEYS', KEYS[3]) }

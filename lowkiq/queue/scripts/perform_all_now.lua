@@ -1,8 +1,17 @@
--- Make every job scheduled in the future ready now.
--- ARGV[1] = now
+-- Make jobs scheduled in the future ready now: every one of the shard, or the given ids.
+-- ARGV[1] = now, ARGV[2] = 'all' or 'ids', ARGV[3..] = ids
 -- Returns the number of jobs rescheduled.
 local now = ARGV[1]
-local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now, '+inf')
+local later
+if ARGV[2] == 'ids' then
+  later = {}
+  for i = 3, #ARGV do
+    local score = redis.call('ZSCORE', K_READY, ARGV[i])
+    if score and tonumber(score) > tonumber(now) then later[#later + 1] = ARGV[i] end
+  end
+else
+  later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now, '+inf')
+end
 local args = {}
 for _, id in ipairs(later) do
   args[#args + 1] = now

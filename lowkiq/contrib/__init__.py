@@ -1,0 +1,1 @@
+"""Optional integrations, each installed with its own extra (``pip install lowkiq[opentelemetry]``)."""

@@ -1,0 +1,73 @@
+"""Export of the morgue or the queue, filter applied, as JSON Lines or CSV, streamed in chunks."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from webui_support import OrdersWorker, app, client, make_dead, runtime  # noqa: F401 - fixtures
+
+W = "/lowkiq/workers/OrdersWorker"
+
+
+def test_the_morgue_exports_exactly_the_filtered_jobs_as_json_lines(client, runtime, monkeypatch):
+    from lowkiq.webui import export
+
+    monkeypatch.setattr(export, "EXPORT_CHUNK", 4)  # several chunks
+    make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}", "payload": {"n": i, "html": "<b>x</b>"}} for i in range(30)],
+              error=b"KeyError: 'customer_id'")
+    page = client.get(W + "/morgue?order_by=id&min=job-05&max=job-14").get_data(as_text=True)
+    assert "Export matching:" in page
+    reply = client.get(W + "/morgue/export?format=jsonl&order_by=id&min=job-05&max=job-14")
+    assert reply.status_code == 200 and reply.mimetype == "application/x-ndjson"
+    assert reply.headers["Content-Disposition"].startswith('attachment; filename="OrdersWorker-dead-')
+    rows = [json.loads(line) for line in reply.get_data(as_text=True).splitlines()]
+    assert [r["id"] for r in rows] == [f"job-{i:02}" for i in range(5, 15)]
+    assert rows[0]["payloads"][0][0] == {"n": 5, "html": "<b>x</b>"} and rows[0]["error"] == "KeyError: 'customer_id'"
+    assert set(rows[0]) == {"id", "payloads", "updated_at", "error"}
+
+
+def test_the_queue_exports_as_csv_with_formulas_defused(client, runtime):
+    OrdersWorker.perform_async([{"id": "a", "payload": "=HYPERLINK(\"http://evil\")"}, {"id": "b", "payload": [1, 2]},
+                                {"id": "@c", "payload": "plain"}])
+    reply = client.get(W + "/enqueued/export?format=csv&order_by=id")
+    assert reply.mimetype == "text/csv"
+    rows = list(csv.reader(io.StringIO(reply.get_data(as_text=True))))
+    assert rows[0] == ["id", "payloads", "perform_in", "retry_count", "error"]
+    by_id = {row[0]: row for row in rows[1:]}
+    assert set(by_id) == {"a", "b", "'@c"}  # an id a spreadsheet would run as a formula is quoted
+    assert json.loads(by_id["b"][1])[0][0] == [1, 2] and by_id["b"][3] == "-1" and by_id["b"][4] == ""
+    assert by_id["a"][1].startswith('[["=HYPERLINK')  # inside a JSON array: never the first character of a cell
+
+
+def test_an_empty_view_and_a_bad_request(client, runtime):
+    assert client.get(W + "/enqueued/export?format=jsonl").get_data(as_text=True) == ""
+    assert "id,payloads,perform_in" in client.get(W + "/enqueued/export?format=csv").get_data(as_text=True)
+    bad = client.get(W + "/enqueued/export?format=xlsx")
+    assert bad.status_code == 400 and b"format must be one of jsonl, csv" in bad.data
+    assert client.get(W + "/morgue/export?order_by=perform_in").status_code == 400
+    assert client.get("/lowkiq/workers/Nope/morgue/export").status_code == 404
+
+
+def test_a_redis_failure_midway_ends_the_file_with_a_line_saying_so(client, runtime, monkeypatch):
+    import redis
+
+    from lowkiq.queue.queries import Queries
+    from lowkiq.webui import export
+
+    monkeypatch.setattr(export, "EXPORT_CHUNK", 2)
+    make_dead(runtime, OrdersWorker, [{"id": f"j{i}"} for i in range(6)])
+    real = Queries.morgue_jobs
+    calls = []
+
+    def failing_on_the_second_chunk(self, ids):
+        calls.append(ids)
+        if len(calls) == 2:
+            raise redis.ConnectionError("Connection reset by peer")
+        return real(self, ids)
+
+    monkeypatch.setattr(Queries, "morgue_jobs", failing_on_the_second_chunk)
+    lines = [json.loads(x) for x in client.get(W + "/morgue/export?order_by=id").get_data(as_text=True).splitlines()]
+    assert [line.get("id") for line in lines[:2]] == ["j0", "j1"]
+    assert lines[-1]["error"].startswith("export stopped: Redis failed (ConnectionError: Connection reset by peer)")

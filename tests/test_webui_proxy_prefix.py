@@ -1,0 +1,77 @@
+"""Behind a proxy that mounts the console under a prefix (SCRIPT_NAME, or X-Forwarded-Prefix with
+LOWKIQ_WEB_PROXIES), every action returns to the same tab with its filter, sort and page kept."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+
+from webui_support import OrdersWorker, csrf, host_app, make_dead, runtime  # noqa: F401 - fixtures
+
+from lowkiq.webui import create_app
+
+# A console on a public host needs a password (else it refuses every request).
+AUTH = {"Authorization": "Basic " + base64.b64encode(b"admin:s3cret").decode()}
+FORWARDED = {"X-Forwarded-Prefix": "/ops/jobs", "X-Forwarded-Proto": "https", "X-Forwarded-Host": "ops.example.com",
+             **AUTH}
+
+
+def next_of(page: str, form_id: str = "selection") -> str:
+    form = page.split(f'id="{form_id}"')[1]
+    return html.unescape(re.search(r'name="next" value="([^"]+)"', form).group(1))
+
+
+def token_of(page: str) -> str:
+    return re.search(r'name="csrf_token" value="([0-9a-f]+)"', page).group(1)
+
+
+def test_x_forwarded_prefix_is_followed_when_a_proxy_is_declared(redis_url, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": f"job-{i}"} for i in range(6)])
+    client = create_app(environ={"LOWKIQ_REDIS_URL": redis_url, "LOWKIQ_WEB_PROXIES": "1",
+                                 "LOWKIQ_WEB_PASSWORD": "s3cret"}).test_client()
+    listing = "/workers/OrdersWorker/morgue?order_by=id&min=job-2&limit=50"
+    reply = client.get(listing, headers=FORWARDED)
+    page = reply.get_data(as_text=True)
+    cookies = reply.headers.getlist("Set-Cookie")
+    assert cookies and all("Path=/ops/jobs/" in c for c in cookies)  # the path the browser sees
+    for cookie in cookies:  # the test client asked for /workers/...: send them back as the browser would
+        name, _, rest = cookie.partition("=")
+        client.set_cookie(name, rest.split(";")[0], domain="localhost", path="/")
+    hrefs = re.findall(r'(?:href|action|formaction)="(/[^"]*)"', page)
+    assert hrefs and all(h.startswith("/ops/jobs/") for h in hrefs), [h for h in hrefs if not h.startswith("/ops/")]
+    back = next_of(page)
+    assert back == "/ops/jobs" + listing
+
+    headers = {**FORWARDED, "Origin": "https://ops.example.com"}
+    done = client.post("/workers/OrdersWorker/morgue/requeue", headers=headers,
+                       data={"csrf_token": token_of(page), "ids": ["job-2"], "next": back})
+    assert done.status_code == 303, done.get_data(as_text=True)
+    assert done.headers["Location"] == back
+    matching = client.post("/workers/OrdersWorker/morgue/delete_matching", headers=headers,
+                           data={"csrf_token": token_of(page), "next": next_of(page, "matching"), "order_by": "id",
+                                 "min": "job-4"})
+    assert matching.status_code == 303, matching.get_data(as_text=True)
+    assert matching.headers["Location"] == back
+    assert sorted(j.id for j in runtime.queries(OrdersWorker).morgue(order_by="id").rows) == ["job-0", "job-1", "job-3"]
+
+
+def test_without_a_declared_proxy_the_headers_are_ignored(redis_url, runtime):
+    OrdersWorker.perform_async([{"id": "1"}])
+    client = create_app(environ={"LOWKIQ_REDIS_URL": redis_url, "LOWKIQ_WEB_PASSWORD": "s3cret"}).test_client()
+    page = client.get("/workers/OrdersWorker/enqueued", headers=FORWARDED).get_data(as_text=True)
+    assert "/ops/jobs" not in page
+
+
+def test_selected_actions_keep_the_script_name_prefix_the_filter_and_the_tab(runtime):
+    OrdersWorker.perform_async([{"id": f"q{i}"} for i in range(5)])
+    client = host_app("/lowkiq").test_client()
+    behind = {"base_url": "http://localhost/proxy/"}
+    listing = "/lowkiq/workers/OrdersWorker/enqueued?order_by=id&desc=1&limit=25"
+    page = client.get(listing, **behind).get_data(as_text=True)
+    back = next_of(page)
+    assert back == "/proxy" + listing
+    done = client.post("/lowkiq/workers/OrdersWorker/enqueued/delete",
+                       data={"csrf_token": token_of(page), "ids": ["q1"], "next": back}, **behind)
+    assert (done.status_code, done.headers["Location"]) == (303, back)
+    assert runtime.queries(OrdersWorker).job("q1") is None

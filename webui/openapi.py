@@ -1,0 +1,601 @@
+"""The OpenAPI 3.1 document of the JSON API, served at ``api/v1/openapi.json``.
+
+It is built from the values the routes themselves parse with (orders, limits, the
+operations and their ``Actions`` methods), so a new operation or ordering shows up
+here without a second edit. Tests check that its paths are exactly the API's routes
+and that real answers match its schemas; a route added elsewhere fails them until it
+is described here.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .. import __version__
+from ..audit import IDS_KEPT
+from ..options import FALSE_WORDS, TRUE_WORDS
+from ..queue.actions import Actions
+from ..queue.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
+from .api import API_PAGE_SIZE
+from .history_chart import WINDOWS as HISTORY_WINDOWS
+from .listing import TIME_ORDERS
+from .operations import MAX_IDS, OPERATIONS, Operation
+from .security import ALLOWED_FETCH_SITES
+
+OPENAPI_VERSION = "3.1.0"
+API = "/api/v1"
+# As audit_view.api_audit parses ?limit=.
+AUDIT_DEFAULT_LIMIT = 100
+AUDIT_MAX_LIMIT = 1000
+
+Json = dict[str, Any]
+
+DESCRIPTION = f"""\
+The JSON API of the lowkiq console. Paths are relative to the console's prefix, which
+`servers` gives as this document was requested.
+
+**Authentication.** When `LOWKIQ_WEB_PASSWORD` is set, every request needs HTTP basic
+auth (user `LOWKIQ_WEB_USER`, `admin` by default), else 401. A console mounted in a host
+app without that setting has no login of its own: the host app's authentication applies.
+A standalone console with no password that listens on a non-loopback address refuses
+every request with 403 unless `LOWKIQ_WEB_ALLOW_NO_AUTH` is set.
+
+**Actions** (every POST) must:
+
+- send `Content-Type: application/json`, even with an empty body (else 415); this is what
+  makes cross-site forms unable to reach them, so no CSRF token is needed, and no CORS is
+  ever granted;
+- come from the console's own origin (else 403): a `Sec-Fetch-Site` header, when sent, must be
+  {" or ".join(f"`{site}`" for site in sorted(ALLOWED_FETCH_SITES))}; an `Origin` header, when sent, must be
+  the console's own (scheme, host and port as the request addressed it) or one of
+  `LOWKIQ_WEB_TRUSTED_ORIGINS`;
+- find the console writable: in read-only mode (`LOWKIQ_WEB_READONLY`) they answer 403.
+  GET never changes anything and is allowed in read-only mode.
+
+Every action is recorded in the audit log (`api/v1/audit`) with source `api`.
+
+**Errors** are `{{"error": "..."}}` naming the problem: 400 bad input, 401 no or wrong
+credentials, 403 refused (see above), 404 unknown worker or job, 405 a method the path does not
+take, 413 a body over `LOWKIQ_WEB_MAX_CONTENT_LENGTH`, 415 not JSON, 500 a bad console setting,
+503 Redis did not answer or refused. A console mounted in a host app answers 404 and 405 of
+unrouted requests with the host app's own handlers.
+
+Responses are never cached (`Cache-Control: no-store`)."""
+
+
+def document(server_url: str, *, basic_auth: bool) -> Json:
+    """The document for a console reached at ``server_url``; ``basic_auth`` when it requires a password."""
+    doc: Json = {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": "lowkiq console API", "version": __version__, "description": DESCRIPTION},
+        "servers": [{"url": server_url, "description": "The console's prefix, as this document was requested."}],
+        "paths": paths(),
+        "components": {
+            "schemas": SCHEMAS,
+            "parameters": PARAMETERS,
+            "responses": ERROR_RESPONSES,
+            "securitySchemes": {
+                "basicAuth": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "Required on every request when LOWKIQ_WEB_PASSWORD is set "
+                                   "(user LOWKIQ_WEB_USER). Send it over HTTPS only.",
+                }
+            },
+        },
+    }
+    if basic_auth:
+        doc["security"] = [{"basicAuth": []}]
+    # The tables above are shared by every document: a caller may change its own copy.
+    return copy.deepcopy(doc)
+
+
+# ---- schemas --------------------------------------------------------------------------------
+
+
+def ref(kind: str, name: str) -> Json:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _schema(name: str) -> Json:
+    return ref("schemas", name)
+
+
+def _nullable(schema: Json) -> Json:
+    return {"oneOf": [schema, {"type": "null"}]}
+
+
+def _object(properties: Json, description: str = "", *, optional: Iterable[str] = ()) -> Json:
+    """An object with exactly these properties, all required but ``optional``."""
+    out: Json = {
+        "type": "object",
+        "required": [name for name in properties if name not in set(optional)],
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if description:
+        out["description"] = description
+    return out
+
+
+COUNT = {"type": "integer", "minimum": 0}
+SECONDS = {"type": "number", "minimum": 0}
+UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
+TEXT = {"type": "string"}
+
+SCHEMAS: Json = {
+    "Error": _object({"error": {"type": "string", "description": "The problem, naming the parameter or field to fix."}},
+                     "Every error the API answers."),
+    "PayloadEntry": {
+        "type": "array",
+        "description": "One payload of the job and its score. The payload is what the worker's load_payload "
+                       "returns; a value JSON cannot represent is shown as its Python repr().",
+        "prefixItems": [{"description": "The payload."}, {"type": "number", "description": "Its score."}],
+        "minItems": 2,
+        "maxItems": 2,
+    },
+    "Job": _object(
+        {
+            "id": TEXT,
+            "payloads": {"type": "array", "items": _schema("PayloadEntry"), "description": "Ascending by score."},
+            "perform_in": {**UNIX_TIME, "description": "When the job is due: unix time, from Redis's clock."},
+            "retry_count": {"type": "integer", "minimum": -1,
+                            "description": "-1 until the job first fails, then how many times it has failed, less one."},
+            "error": {"type": ["string", "null"], "description": "The last failure's error; null when it never failed."},
+            "traceback": {"type": ["string", "null"], "description": "The failure's traceback, capped at the "
+                          "server's traceback_limit; null when none was stored. Only in job lookups, not in listings."},
+        },
+        "A job in the queue or in processing.",
+        optional=["traceback"],
+    ),
+    "DeadJob": _object(
+        {
+            "id": TEXT,
+            "payloads": {"type": "array", "items": _schema("PayloadEntry"), "description": "Ascending by score."},
+            "updated_at": {**UNIX_TIME, "description": "When the job was last written to the morgue."},
+            "error": {"type": ["string", "null"], "description": "The error that killed the job."},
+            "traceback": {"type": ["string", "null"], "description": "The failure's traceback, capped at the "
+                          "server's traceback_limit; null when none was stored. Only in job lookups, not in listings."},
+        },
+        "A job in the morgue: never processed until requeued.",
+        optional=["traceback"],
+    ),
+    "Cursor": {
+        "type": "string",
+        "pattern": "^[^:]+:",
+        "description": "A row's place in a listing, `<score>:<id>`. Pass it back unchanged as `after` or `before`, "
+                       "with the same order_by, desc, min and max.",
+        "examples": ["1700000000.0:1042"],
+    },
+    "JobPage": _object(
+        {
+            "jobs": {"type": "array", "items": _schema("Job")},
+            "next": {**_nullable(_schema("Cursor")), "description": "Pass as `after` for the next page; null on the last."},
+            "previous": {**_nullable(_schema("Cursor")),
+                         "description": "Pass as `before` for the previous page; null on the first."},
+        },
+        "A page of queued jobs.",
+    ),
+    "DeadJobPage": _object(
+        {
+            "jobs": {"type": "array", "items": _schema("DeadJob")},
+            "next": {**_nullable(_schema("Cursor")), "description": "Pass as `after` for the next page; null on the last."},
+            "previous": {**_nullable(_schema("Cursor")),
+                         "description": "Pass as `before` for the previous page; null on the first."},
+        },
+        "A page of dead jobs.",
+    ),
+    "BusyJobs": _object({"jobs": {"type": "array", "items": _schema("Job")}}, "The jobs in processing now."),
+    "JobLookup": _object(
+        {
+            "id": TEXT,
+            "queued": {**_nullable(_schema("Job")), "description": "The job in the queue, if it is there."},
+            "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
+            "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+        },
+        "Where an id is. One id can be queued, in processing and dead at once; at least one is not null.",
+    ),
+    "QueueStats": _object(
+        {
+            "length": {**COUNT, "description": "Ids in the queue: fresh jobs and retries."},
+            "morgue_length": {**COUNT, "description": "Dead jobs."},
+            "lag": {**SECONDS, "description": "Seconds since the oldest overdue job was due; 0 when none is."},
+        }
+    ),
+    "Stats": _object(
+        {
+            "total": {**_schema("QueueStats"), "description": "Sums over every worker; lag is the largest."},
+            "by_worker": {"type": "object", "additionalProperties": _schema("QueueStats"),
+                          "description": "By worker name."},
+            "broken": {"type": "object", "additionalProperties": TEXT, "minProperties": 1,
+                       "description": "Registry entries the console cannot use, by name, with their problem; "
+                                      "absent when there are none."},
+        },
+        optional=["broken"],
+    ),
+    "DashboardQueue": _object(
+        {
+            "name": {**TEXT, "description": "The worker's name."},
+            "queue_name": TEXT,
+            "shards_count": {"type": "integer", "minimum": 1},
+            "lag": SECONDS,
+            "processed": {**COUNT, "description": "Jobs processed, ever."},
+            "failed": {**COUNT, "description": "Failures, ever."},
+            "busy": {**COUNT, "description": "Jobs in processing now."},
+            "enqueued": {**COUNT, "description": "Ids in the queue: fresh + retries."},
+            "fresh": {**COUNT, "description": "Queued jobs that never failed."},
+            "retries": {**COUNT, "description": "Queued jobs waiting for a retry."},
+            "dead": {**COUNT, "description": "Jobs in the morgue."},
+            "paused": {"oneOf": [_schema("Pause"), {"type": "null"}],
+                       "description": "Who paused the queue and when; null while servers take its jobs."},
+        }
+    ),
+    "Pause": _object(
+        {
+            "at": UNIX_TIME,
+            "who": {**TEXT, "description": "The basic-auth user, the host app's user, or the CLI's user."},
+            "source": {**TEXT, "description": "console, api or cli."},
+        },
+        "A paused queue: servers take none of its jobs (enqueueing goes on) until it is resumed.",
+    ),
+    "PauseResult": _object(
+        {
+            "paused": {"type": "boolean", "description": "Whether the queue is paused now."},
+            "changed": {"type": "boolean", "description": "False when it already was so."},
+        }
+    ),
+    "DashboardTotals": _object(
+        {name: COUNT for name in ("processed", "failed", "busy", "enqueued", "fresh", "retries", "dead")}
+        | {"lag": {**SECONDS, "description": "The largest lag."}},
+        "Sums over every worker.",
+    ),
+    "RedisInfo": _object(
+        {
+            "version": {"type": ["string", "null"]},
+            "uptime_in_seconds": {"type": ["integer", "null"], "minimum": 0},
+            "connected_clients": {"type": ["integer", "null"], "minimum": 0},
+            "used_memory": {"type": ["integer", "null"], "minimum": 0, "description": "Bytes."},
+            "used_memory_human": {"type": ["string", "null"]},
+            "used_memory_peak": {"type": ["integer", "null"], "minimum": 0, "description": "Bytes."},
+            "used_memory_peak_human": {"type": ["string", "null"]},
+        },
+        "From Redis INFO (summed over the nodes of a cluster); null when Redis did not say.",
+    ),
+    "BrokenEntry": _object({"name": TEXT, "problem": TEXT}, "A registry entry the console cannot use."),
+    "Dashboard": _object(
+        {
+            "queues": {"type": "array", "items": _schema("DashboardQueue")},
+            "broken": {"type": "array", "items": _schema("BrokenEntry")},
+            "totals": _schema("DashboardTotals"),
+            "redis_info": _schema("RedisInfo"),
+        }
+    ),
+    "AuditEntry": _object(
+        {
+            "at": UNIX_TIME,
+            "who": {**TEXT, "description": "The basic-auth user, the host app's user, or \"anonymous\" and an address."},
+            "source": {**TEXT, "description": "console, api or cli (empty for an unreadable entry)."},
+            "action": {**TEXT, "description": "e.g. morgue/requeue."},
+            "worker": TEXT,
+            "count": {**COUNT, "description": "Jobs the action touched."},
+            "ids": {"type": "array", "items": TEXT, "maxItems": IDS_KEPT, "description": "The ids named, the first "
+                    f"{IDS_KEPT} at most."},
+            "ids_total": {**COUNT, "description": "How many ids the action named."},
+            "scope": {**TEXT, "description": "What was acted on when not ids: \"all\", or a filter."},
+        }
+    ),
+    "AuditLog": _object({"entries": {"type": "array", "items": _schema("AuditEntry"),
+                                     "description": "Newest first."}}),
+    "Server": _object(
+        {
+            "id": TEXT,
+            "host": TEXT,
+            "pid": {"type": "integer"},
+            "threads": {"type": "integer", "minimum": 0},
+            "version": {**TEXT, "description": "lowkiq's version in that process."},
+            "name": {**TEXT, "description": "Its stable name (LOWKIQ_MEMBER_NAME); empty when not set."},
+            "started_at": UNIX_TIME,
+            "heartbeat_at": UNIX_TIME,
+            "state": {**TEXT, "description": "running, or draining while it stops.", "examples": ["running", "draining"]},
+            "shards": {"type": "object", "additionalProperties": {"type": "array", "items": COUNT},
+                       "description": "By worker name: the shards this process holds the lease of."},
+        },
+        "A live server process (`lowkiq -r`), as its last heartbeat described it.",
+    ),
+    "Servers": _object({"servers": {"type": "array", "items": _schema("Server")}}),
+    "HistoryMinute": _object(
+        {
+            "minute": {**UNIX_TIME, "description": "The minute's start."},
+            "processed": {"type": "number", "minimum": 0, "description": "Jobs processed in that minute."},
+            "failed": {"type": "number", "minimum": 0, "description": "Failures in that minute."},
+            "lag": {**SECONDS, "description": "The lag at the minute's sample (in total: the largest)."},
+        }
+    ),
+    "History": _object(
+        {
+            "hours": {"type": "integer", "enum": list(HISTORY_WINDOWS)},
+            "total": {"type": "array", "items": _schema("HistoryMinute"), "description": "Every worker together."},
+            "by_worker": {"type": "object", "additionalProperties": {"type": "array", "items": _schema("HistoryMinute")},
+                          "description": "By worker name."},
+        }
+    ),
+    "ActionResult": _object({"count": {**COUNT, "description": "Jobs the action touched."}}),
+    "Ids": _object(
+        {
+            "ids": {
+                "type": "array",
+                "maxItems": MAX_IDS,
+                "items": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]},
+                "description": "Job ids, as strings or integers (an integer is its decimal text). Ids not found "
+                               "are skipped: the count says how many were touched.",
+            }
+        },
+        "The jobs to act on.",
+    ),
+    "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
+    "OpenAPIDocument": {
+        "type": "object",
+        "required": ["openapi", "info", "paths"],
+        "properties": {"openapi": {"const": OPENAPI_VERSION}},
+        "description": "This document (OpenAPI 3.1).",
+    },
+}
+
+
+# ---- parameters ------------------------------------------------------------------------------
+
+
+PARAMETERS: Json = {
+    "worker": {
+        "name": "worker",
+        "in": "path",
+        "required": True,
+        "schema": TEXT,
+        "description": "A worker's name, as `api/v1/stats` lists them.",
+    },
+    "jobIdInPath": {
+        "name": "job_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1},
+        "description": "The job's id; it may contain `/`. Use `job?id=` for an id a URL path would rewrite "
+                       "(`a/../b`, `a//b`).",
+    },
+    "jobIdInQuery": {
+        "name": "id",
+        "in": "query",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1},
+        "description": "The job's id, any text (400 when missing or empty).",
+    },
+    "historyHours": {
+        "name": "hours",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "enum": list(HISTORY_WINDOWS), "default": HISTORY_WINDOWS[0]},
+        "description": "How many hours back, ending now.",
+    },
+    "auditLimit": {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": AUDIT_MAX_LIMIT, "default": AUDIT_DEFAULT_LIMIT},
+        "description": f"How many entries, newest first: digits only, 1 to {AUDIT_MAX_LIMIT}.",
+    },
+    "origin": {
+        "name": "Origin",
+        "in": "header",
+        "required": False,
+        "schema": TEXT,
+        "description": "When sent (browsers do), it must be the console's own origin or one of "
+                       "LOWKIQ_WEB_TRUSTED_ORIGINS, else 403.",
+    },
+    "secFetchSite": {
+        "name": "Sec-Fetch-Site",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "enum": sorted(ALLOWED_FETCH_SITES)},
+        "description": "When sent (browsers do), any other value (cross-site, same-site) is refused with 403.",
+    },
+}
+
+
+def _any_case(words: Iterable[str]) -> str:
+    """A pattern matching exactly these words in any case; JSON Schema's regexes have no flags."""
+    alternatives = ("".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word) for word in words)
+    return f"^(?:{'|'.join(alternatives)})$"
+
+
+def _bound_text(orders: Iterable[str]) -> str:
+    """What ``listing.bound`` accepts for each order."""
+    said = []
+    for order in orders:
+        if order == "id":
+            said.append("by `id`, an id (ids compare byte by byte)")
+        elif order in TIME_ORDERS:
+            said.append(f"by `{order}`, a unix time or a date and time like `2024-05-01 12:00` "
+                        "(ISO 8601; the console's local time unless it has an offset)")
+        else:
+            said.append(f"by `{order}`, a finite number")
+    return "; ".join(said)
+
+
+# listing.parse reads an empty value as an absent one.
+EMPTY = "An empty value means the default."
+
+
+def listing_parameters(orders: tuple[str, ...], default_order: str) -> list[Json]:
+    """The query of a listing, as ``listing.parse`` reads it."""
+    bound = f"Inclusive, of the value the listing is ordered by (surrounding spaces ignored): {_bound_text(orders)}."
+    return [
+        ref("parameters", "worker"),
+        {"name": "order_by", "in": "query", "required": False,
+         "schema": {"type": "string", "enum": list(orders), "default": default_order},
+         "description": f"What the jobs are ordered by. {EMPTY}"},
+        {"name": "desc", "in": "query", "required": False,
+         "schema": {"type": "string", "pattern": _any_case(TRUE_WORDS + FALSE_WORDS), "default": "0"},
+         "description": f"Descending order: one of {', '.join(TRUE_WORDS)} or {', '.join(FALSE_WORDS)}, in any case. "
+                        f"{EMPTY}"},
+        {"name": "min", "in": "query", "required": False, "schema": TEXT, "description": f"Lower bound. {bound}"},
+        {"name": "max", "in": "query", "required": False, "schema": TEXT, "description": f"Upper bound. {bound}"},
+        {"name": "limit", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": API_PAGE_SIZE},
+         "description": f"Jobs per page. {EMPTY}"},
+        {"name": "after", "in": "query", "required": False, "schema": _schema("Cursor"),
+         "description": "The page after this cursor (a page's `next`). Not with `before`."},
+        {"name": "before", "in": "query", "required": False, "schema": _schema("Cursor"),
+         "description": "The page before this cursor (a page's `previous`); paging back to the start "
+                        "answers the full first page. Not with `after`."},
+    ]
+
+
+# ---- responses -------------------------------------------------------------------------------
+
+
+ERROR_STATUSES: dict[int, tuple[str, str]] = {
+    400: ("BadRequest", "Bad input: a query parameter or body the caller must fix, named in the message."),
+    401: ("Unauthorized", "LOWKIQ_WEB_PASSWORD is set and the request has no or wrong basic credentials."),
+    403: ("Forbidden", "Refused: a cross-site or cross-origin action, an action in read-only mode, or a standalone "
+                       "console without a password on a public address."),
+    404: ("NotFound", "Unknown worker (or a broken registry entry, with its problem), or no such job."),
+    405: ("MethodNotAllowed", "The path does not take this method."),
+    413: ("PayloadTooLarge", "The body is larger than LOWKIQ_WEB_MAX_CONTENT_LENGTH (or the host app's limit)."),
+    415: ("UnsupportedMediaType", "An action sent without Content-Type: application/json."),
+    500: ("Misconfigured", "A console setting has a value it does not accept."),
+    503: ("Unavailable", "Redis did not answer within LOWKIQ_WEB_REDIS_TIMEOUT, or refused the request."),
+}
+
+
+def _json(schema: Json) -> Json:
+    return {"application/json": {"schema": schema}}
+
+
+ERROR_RESPONSES: Json = {
+    name: {"description": description, "content": _json(_schema("Error"))}
+    for name, description in ERROR_STATUSES.values()
+}
+ERROR_RESPONSES["Unauthorized"]["headers"] = {
+    "WWW-Authenticate": {"schema": TEXT, "description": 'Basic realm="lowkiq", charset="UTF-8"'}
+}
+
+# What any request can meet: the password, the exposure check, a bad setting, Redis.
+ALWAYS = (401, 403, 500, 503)
+
+
+def _responses(schema: str, description: str, *errors: int) -> Json:
+    out: Json = {"200": {"description": description, "content": _json(_schema(schema))}}
+    for status in sorted({*errors, *ALWAYS}):
+        out[str(status)] = ref("responses", ERROR_STATUSES[status][0])
+    return out
+
+
+# ---- paths -----------------------------------------------------------------------------------
+
+
+def _get(operation_id: str, summary: str, schema: str, answer: str, *errors: int,
+         parameters: list[Json] | None = None, description: str = "") -> Json:
+    op: Json = {"operationId": operation_id, "summary": summary}
+    if description:
+        op["description"] = description
+    if parameters:
+        op["parameters"] = parameters
+    op["responses"] = _responses(schema, answer, *errors)
+    return {"get": op}
+
+
+ACTION_SUMMARIES = {
+    "morgue/requeue": "Requeue the given dead jobs",
+    "morgue/delete": "Delete the given dead jobs",
+    "morgue/requeue_all": "Requeue every dead job",
+    "morgue/delete_all": "Delete every dead job",
+    "enqueued/delete": "Delete the given queued jobs",
+    "perform_all_now": "Make every job scheduled in the future due now",
+    "kill_failed": "Move every job that has failed to the morgue",
+    "delete_failed": "Delete every job that has failed",
+}
+
+
+def action_path(op: Operation) -> str:
+    return f"{API}/workers/{{worker}}/{op.path}"
+
+
+def _action(op: Operation) -> Json:
+    what = inspect.getdoc(getattr(Actions, op.method)) or ""
+    if op.takes_ids:
+        body = {"required": True, "content": _json(_schema("Ids")), "description": "The ids to act on."}
+    else:
+        body = {"required": False, "content": _json(_schema("NoParameters")),
+                "description": "None, or an empty object; Content-Type must still be application/json."}
+    return {
+        "post": {
+            "operationId": f"api_{op.endpoint}",
+            "summary": ACTION_SUMMARIES.get(op.path, op.path),
+            "description": " ".join(part for part in (what, "Recorded in the audit log.") if part),
+            "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
+            "requestBody": body,
+            "responses": _responses("ActionResult", "How many jobs the action touched.", 400, 404, 413, 415),
+        }
+    }
+
+
+def _pause_action(verb: str) -> Json:
+    summary, description = {
+        "pause": ("Pause the worker's queue", "Servers stop taking its jobs within a heartbeat (a second by "
+                  "default), after the batch each is performing; enqueueing goes on. The pause is kept in Redis: "
+                  "it survives restarts of servers and consoles."),
+        "resume": ("Resume the worker's queue", "Servers take its jobs again within a heartbeat."),
+    }[verb]
+    return {
+        "post": {
+            "operationId": f"api_{verb}",
+            "summary": summary,
+            "description": f"{description} Recorded in the audit log.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
+            "requestBody": {"required": False, "content": _json(_schema("NoParameters")),
+                            "description": "None, or an empty object; Content-Type must still be application/json."},
+            "responses": _responses("PauseResult", "The queue's state now.", 400, 404, 413, 415),
+        }
+    }
+
+
+def paths() -> Json:
+    worker = f"{API}/workers/{{worker}}"
+    out: Json = {
+        f"{API}/stats": _get("api_stats", "Queue lengths, dead jobs and lag, in total and by worker", "Stats",
+                             "Every worker's numbers."),
+        f"{API}/dashboard": _get("api_dashboard", "Every worker's counters, the totals and Redis's", "Dashboard",
+                                 "The dashboard's numbers."),
+        f"{worker}/enqueued": _get("api_enqueued", "A page of the queued jobs", "JobPage", "The page.", 400, 404,
+                                   parameters=listing_parameters(ENQUEUED_ORDERS, "perform_in")),
+        f"{worker}/morgue": _get("api_morgue", "A page of the dead jobs", "DeadJobPage", "The page.", 400, 404,
+                                 parameters=listing_parameters(MORGUE_ORDERS, "updated_at")),
+        f"{worker}/busy": _get("api_busy", "The jobs in processing", "BusyJobs", "The jobs.", 404,
+                               parameters=[ref("parameters", "worker")]),
+        f"{worker}/job": _get("api_job_by_query", "Where a job is, by an id in the query", "JobLookup",
+                              "Where the job is.", 400, 404,
+                              parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInQuery")],
+                              description="As `jobs/{job_id}`, for any id, even one a URL path would rewrite."),
+        f"{worker}/jobs/{{job_id}}": _get("api_job", "Where a job is: queued, in processing, dead", "JobLookup",
+                                          "Where the job is.", 404,
+                                          parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),
+        f"{API}/audit": _get("api_audit", "The newest operator actions", "AuditLog", "Newest first.", 400,
+                             parameters=[ref("parameters", "auditLimit")]),
+        f"{API}/history": _get("api_history", "Jobs processed and failed per minute, and the lag, over the last hours",
+                               "History", "Per minute, oldest first.", 400,
+                               parameters=[ref("parameters", "historyHours")],
+                               description="From the per-minute totals servers (and open dashboards) record in "
+                                           "Redis, kept two days. A minute nobody recorded is absent; the rate after "
+                                           "a gap is the average over it."),
+        f"{API}/servers": _get("api_servers", "The live server processes and the shards each holds", "Servers",
+                               "The live servers."),
+        f"{API}/openapi.json": _get("api_openapi", "This document", "OpenAPIDocument", "The OpenAPI 3.1 document."),
+    }
+    for op in OPERATIONS:
+        out[action_path(op)] = _action(op)
+    for verb in ("pause", "resume"):
+        out[f"{worker}/{verb}"] = _pause_action(verb)
+    return out

@@ -1,0 +1,66 @@
+"""Pausing a worker's queue from the console and the API.
+
+Servers stop taking the queue's jobs within a heartbeat (``lowkiq.pausing``);
+producers keep enqueueing. The worker's pages learn the state from the tab
+counts they load anyway (one read of every shard and the paused queues), so a
+listing stays two round trips.
+"""
+
+from __future__ import annotations
+
+from flask import Response, redirect, url_for
+from werkzeug.wrappers.response import Response as BaseResponse
+
+from .. import pausing
+from . import actor
+from .api import no_parameters, reply
+from .blueprint import bp
+from .console import WorkerView
+from .state import console
+from .views import FLASH_COOKIE, _back
+
+
+def _set(worker: str, verb: str, source: str) -> tuple[WorkerView, bool]:
+    c = console()
+    view = c.worker(worker)
+    change = pausing.pause if verb == pausing.PAUSE else pausing.resume
+    changed = change(c.client, view.info.queue_name, worker=view.name, who=actor.actor(), source=source)
+    return view, changed
+
+
+def _page_action(worker: str, verb: str) -> BaseResponse:
+    view = console().worker(worker)
+    back = _back(view)  # checked before acting: a bad one must not leave the action done and a 400
+    view, changed = _set(worker, verb, "console")
+    if verb == pausing.PAUSE:
+        message = (f"Paused {view.name}: servers stop taking its jobs within a second; enqueueing goes on."
+                   if changed else f"{view.name} was paused already.")
+    else:
+        message = f"Resumed {view.name}." if changed else f"{view.name} was not paused."
+    response = redirect(back, code=303)
+    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
+    return response
+
+
+@bp.post("/workers/<worker>/pause")
+def pause(worker: str) -> BaseResponse:
+    return _page_action(worker, pausing.PAUSE)
+
+
+@bp.post("/workers/<worker>/resume")
+def resume(worker: str) -> BaseResponse:
+    return _page_action(worker, pausing.RESUME)
+
+
+@bp.post("/api/v1/workers/<worker>/pause")
+def api_pause(worker: str) -> Response:
+    no_parameters("pause")
+    _, changed = _set(worker, pausing.PAUSE, "api")
+    return reply({"paused": True, "changed": changed})
+
+
+@bp.post("/api/v1/workers/<worker>/resume")
+def api_resume(worker: str) -> Response:
+    no_parameters("resume")
+    _, changed = _set(worker, pausing.RESUME, "api")
+    return reply({"paused": False, "changed": changed})

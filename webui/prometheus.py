@@ -1,0 +1,130 @@
+"""``GET metrics``: what Redis holds about every queue, in Prometheus's text format.
+
+The numbers are the dashboard's, read the same way (every shard of every worker and the
+live servers in one round trip), so any console replica answers the same and a scrape
+costs what a dashboard refresh costs. What only a server process knows (perform
+durations, leases it took over) is on its own ``--metrics-port`` (``process_metrics``).
+
+Each scrape builds a fresh registry around one collector holding what was just read: a
+long-lived gauge would keep the series of a worker that is gone, and the global registry
+would mix in the console process's own Python metrics. Redis is read before anything is
+written, so a Redis that does not answer gives a 503, never half an exposition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from flask import Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .. import ownership
+from ..membership import Member
+from ..queue.metrics import QueueMetrics
+from .blueprint import bp
+from .console import Console, WorkerView
+from .state import console, settings
+
+WORKER_LABELS = ("worker", "queue")
+
+# name, help, value: one series per worker each.
+QUEUE_GAUGES: tuple[tuple[str, str, Callable[[QueueMetrics], float]], ...] = (
+    ("lowkiq_queue_length", "Ids in the queue, due or not (fresh + retries)", lambda m: m.length),
+    ("lowkiq_queue_fresh", "Ids in the queue that never failed", lambda m: m.fresh),
+    ("lowkiq_queue_retries", "Ids in the queue waiting for a retry", lambda m: m.retries),
+    ("lowkiq_morgue_length", "Ids in the morgue (dead, until an operator acts)", lambda m: m.morgue_length),
+    ("lowkiq_busy", "Ids in processing: taken by a server, not yet acked or failed", lambda m: m.busy),
+    ("lowkiq_lag_seconds", "How long the most overdue queued job has been due; 0 when none is", lambda m: m.lag),
+    ("lowkiq_paused", "1 while the worker's queue is paused (servers take nothing from it), else 0",
+     lambda m: 0 if m.paused is None else 1),
+)
+QUEUE_COUNTERS: tuple[tuple[str, str, Callable[[QueueMetrics], float]], ...] = (
+    ("lowkiq_processed_total", "Ids performed successfully, by every server", lambda m: m.processed),
+    ("lowkiq_failed_total", "Ids whose perform raised, by every server (each retry counts)", lambda m: m.failed),
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One scrape's worth of what Redis holds."""
+
+    rows: list[tuple[WorkerView, QueueMetrics]]
+    members: list[Member]
+    broken: int
+    now: float
+    seconds: float  # how long reading Redis took
+
+
+def read(c: Console) -> Reading:
+    started = time.monotonic()
+    now = c.clock()
+    rows, members = c.metrics_and_members(now)
+    broken = len(c.broken())
+    return Reading(rows, members, broken, now, time.monotonic() - started)
+
+
+class QueueCollector(Collector):
+    def __init__(self, reading: Reading, *, per_shard: bool) -> None:
+        self.reading = reading
+        self.per_shard = per_shard
+
+    def collect(self) -> Iterator[Metric]:
+        reading = self.reading
+        rows = reading.rows
+        for name, text, value in QUEUE_GAUGES:
+            gauge = GaugeMetricFamily(name, text, labels=WORKER_LABELS)
+            for view, m in rows:
+                gauge.add_metric(_labels(view), value(m))
+            yield gauge
+        for name, text, value in QUEUE_COUNTERS:
+            counter = CounterMetricFamily(name, text, labels=WORKER_LABELS)
+            for view, m in rows:
+                counter.add_metric(_labels(view), value(m))
+            yield counter
+
+        shards = GaugeMetricFamily("lowkiq_shards", "Shards of the worker's queue", labels=WORKER_LABELS)
+        # From the live servers' heartbeats (a second old at most), as the dashboard's "no server" warning:
+        # reading every shard's lease would cost a second round trip.
+        owned = GaugeMetricFamily("lowkiq_shards_owned", "Shards whose lease a live server held at its last "
+                                  "heartbeat", labels=WORKER_LABELS)
+        covered = ownership.coverage(reading.members, {v.info.queue_name: v.info.shards_count for v, _ in rows})
+        for view, _ in rows:
+            shards.add_metric(_labels(view), view.info.shards_count)
+            owned.add_metric(_labels(view), covered[view.info.queue_name].served)
+        yield shards
+        yield owned
+
+        if self.per_shard:
+            lag = GaugeMetricFamily("lowkiq_shard_lag_seconds", "How long the shard's most overdue queued job has "
+                                    "been due; 0 when none is", labels=(*WORKER_LABELS, "shard"))
+            for view, m in rows:
+                for index, shard in enumerate(m.shards):
+                    lag.add_metric([*_labels(view), str(index)], shard.lag(reading.now))
+            yield lag
+
+        yield GaugeMetricFamily("lowkiq_servers_live", "Server processes with a live heartbeat",
+                                value=len(reading.members))
+        yield GaugeMetricFamily("lowkiq_workers_broken", "Registry entries the console cannot use (see the "
+                                "dashboard for each one's problem)", value=reading.broken)
+        yield GaugeMetricFamily("lowkiq_scrape_duration_seconds", "Time this scrape spent reading Redis",
+                                value=reading.seconds)
+
+
+def _labels(view: WorkerView) -> list[str]:
+    return [view.name, view.info.queue_name]
+
+
+def exposition(c: Console, *, per_shard: bool) -> bytes:
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(read(c), per_shard=per_shard))
+    return generate_latest(registry)
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    body = exposition(console(), per_shard=settings().metrics_per_shard)
+    return Response(body, content_type=CONTENT_TYPE_LATEST)
