@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import log_format, schedulers
+from .crash_isolation import CrashIsolation
 from .keeper import release_leases
 from .leases import Lease, LeaseRefused, refusal, ttl_ms
 from .queue import lua
@@ -54,6 +55,7 @@ class Processor:
         runtime: Runtime,
         stop: threading.Event,
         on_fatal: Callable[[BaseException, bool], None],
+        isolation: CrashIsolation | None = None,
     ) -> None:
         self.number = number
         self.name = f"lowkiq-{number}"
@@ -61,6 +63,8 @@ class Processor:
         self.settings = runtime.settings
         self.stop = stop
         self.on_fatal = on_fatal  # (exception, raised by a perform?)
+        self.isolation = isolation or CrashIsolation()  # shared by the threads of a process
+        self.holding = False  # counted by the isolation: a batch taken and not yet acknowledged
         self.keeper: Keeper | None = None
         # Two connections: the wire's, held for the hot path, and one for pipelined probes.
         self.client = runtime.new_client(2)
@@ -121,6 +125,8 @@ class Processor:
             log.exception("thread %d crashed", self.number)
             self.on_fatal(exc, False)
         finally:
+            self._let_go()
+            self.isolation.release(self.name)
             self.wire.close(disconnect=True)
             self.client.close()
             log.info("thread %d stopped", self.number)
@@ -131,6 +137,14 @@ class Processor:
             self._read_inbox()
         if self.recovering:
             self._recover()
+        if self.holding and self.pending is None:
+            self._let_go()
+        if self.isolation.claimed_by_other(self.name):
+            # Another thread performs a suspect batch alone: acknowledge, hold nothing, wait.
+            self._flush()
+            self._let_go()
+            self.isolation.wait_turn(self.name, self.stop)
+            return
         if not self.handlers:
             self.wake.wait(self.settings.poll_interval)
             return
@@ -138,15 +152,24 @@ class Processor:
         index = self.scheduler.next_shard()
         if index is None:
             self._flush()
+            self._let_go()
             self.wake.wait(self.scheduler.idle_for())
             return
         handler = self.handlers[index]
+        if not self.holding:
+            if not self.isolation.hold(self.name, self.stop):
+                return
+            self.holding = True
         self.uncertain = True
         taken = handler.take(self.pending)
         self.pending = None
         self.uncertain = False
         self.scheduler.taken(index, len(taken.jobs), taken.next_perform_in)
         if not taken.jobs:
+            self._let_go()
+            return
+        if taken.suspect and not self._alone(handler):
+            self.scheduler.due(index, self.runtime.clock())  # back at the head of its shard
             return
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
         if handler.lease.remaining() < self.settings.min_perform_budget:
@@ -156,10 +179,34 @@ class Processor:
             ack = handler.perform(taken)
         finally:
             self.in_flight = None
+            if taken.suspect:
+                self.isolation.release(self.name)
         self.uncertain = False
         if ack is None:
             self.scheduler.due(index, self.runtime.clock())
         self.pending = ack
+
+    def _alone(self, handler: ShardHandler) -> bool:
+        """A suspect batch in hand: wait until it is the only batch in processing in this process.
+        When another thread is already performing one alone (or the process stops), the batch goes
+        back to its place in the queue and is taken again later."""
+        if self.isolation.claim(self.name, self.stop):
+            log.info("thread %d: shard %s: performing a batch alone: it was in flight when a server died",
+                     self.number, handler.shard, extra=_shard_fields(handler.lease))
+            return True
+        self.uncertain = True
+        try:
+            self.wire.call("restore", handler.lease.keys, (handler.lease.grant,))
+        except redis.ResponseError as exc:
+            raise (refusal(exc) or exc) from None
+        self.uncertain = False
+        self._let_go()
+        return False
+
+    def _let_go(self) -> None:
+        if self.holding:
+            self.holding = False
+            self.isolation.let_go()
 
     def serves(self, lease: Lease) -> bool:
         return any(h.lease is lease for h in self.handlers)

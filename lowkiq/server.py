@@ -28,6 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from . import signals
+from .crash_isolation import CrashIsolation
 from .keeper import Keeper
 from .processor import Processor
 
@@ -98,7 +99,9 @@ class Server:
             log.info("server: Prometheus metrics at http://0.0.0.0:%d/metrics", s.metrics_port)
         if s.on_server_init is not None:
             s.on_server_init()
-        self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal) for i in range(s.threads_per_node)]
+        isolation = CrashIsolation()
+        self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal, isolation)
+                           for i in range(s.threads_per_node)]
         self.keeper = Keeper(self.runtime, self.processors)
         for p in self.processors:
             p.keeper = self.keeper

@@ -245,6 +245,8 @@ def test_a_job_that_kills_its_server_reaches_the_morgue_after_the_crash_limit(ve
         assert "died while performing this job 3 times" in dead.error
         crashes = sum(1 for p in everyone if p.process.poll() == -signal.SIGKILL)
         assert crashes == 3
+        # Its neighbours in flight on the other thread at the first crash ran alone after it, not beside it again.
+        assert [job_id for job_id, _ in sorted(others) if queries.morgue_job(job_id) is not None] == []
         # The last process killed is not restarted: its shards wait out its lease before a survivor takes them.
         drain(r, versions, others, tmp_path, timeout=60)
         report = check(tmp_path, others)

@@ -148,15 +148,21 @@ def test_a_successful_ack_or_a_normal_failure_clears_the_crash_count(r, clock):
     OrdersWorker.perform_async([{"id": i} for i in ids])
     q = queue()
     lease = grab("A")
-    q.ack_and_take(None, (lease, 10))
+    assert not q.ack_and_take(None, (lease, 10)).suspect
     expire(lease)
     lease = grab("B")
     assert r.hlen(lease.keys.crashes_hash) == 2
     taken = q.ack_and_take(None, (lease, 1))
+    assert taken.suspect and len(taken.jobs) == 1  # in flight at a crash: its server performs it alone
     q.ack_and_take((lease, [taken.jobs[0].id]), None)
-    other = q.ack_and_take(None, (lease, 1)).jobs[0].id
+    next_one = q.ack_and_take(None, (lease, 1))
+    assert next_one.suspect
+    other = next_one.jobs[0].id
     q.fail(lease, [(other, clock.now + 60)], b"boom", 5)
     assert r.exists(lease.keys.crashes_hash) == 0
+    OrdersWorker.perform_async([{"id": ids[0], "payload": "again"}])
+    again = q.ack_and_take(None, (lease, 10))
+    assert [j.id for j in again.jobs] == [ids[0]] and not again.suspect
 
 
 def test_release_acknowledges_puts_back_the_rest_and_hands_over_without_a_restore(r):

@@ -41,6 +41,8 @@ class Taken:
     jobs: list[Job]
     next_perform_in: float | None
     error: Exception | None = None
+    # a job of the batch was in flight when a server died: perform it alone (see crash_isolation)
+    suspect: bool = False
 
 
 @dataclass(slots=True)
@@ -196,7 +198,11 @@ class Queue:
         load_payload, load_error = self.load_payload, self.load_error
         jobs = []
         failure: Exception | None = None
-        for i in range(1, len(reply), 5):
+        end = len(reply)
+        suspect = end % 5 == 2  # the script adds a flag after the jobs
+        if suspect:
+            end -= 1
+        for i in range(1, end, 5):
             job_id = reply[i].decode()
             flat = msgpack.unpackb(reply[i + 4], raw=True)
             try:
@@ -218,7 +224,7 @@ class Queue:
                 )
             )
         head = reply[0]
-        return Taken(jobs, float(head) if head is not None else None, failure)
+        return Taken(jobs, float(head) if head is not None else None, failure, suspect)
 
     def fail(
         self,

@@ -220,9 +220,9 @@ local function restore_processing()
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
--- they carried is over.
+-- they carried is over. Returns whether the shard held crash counts (nil: nothing to ack).
 local function acknowledge(first)
-  if #ARGV < first then return end
+  if #ARGV < first then return nil end
   local n = 0
   local crashes = redis.call('EXISTS', K_CRASHES) == 1
   for i = first, #ARGV, CHUNK do
@@ -231,4 +231,5 @@ local function acknowledge(first)
     if crashes then redis.call('HDEL', K_CRASHES, unpack(ARGV, i, last)) end
   end
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
+  return crashes
 end

@@ -2,13 +2,15 @@
 -- Fenced: only the holder of the shard's lease may do it, and doing it renews the lease.
 -- ARGV[1] = now, ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
 -- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6..] = ids to acknowledge
--- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...}
+-- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...},
+-- and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
+-- the server performs that batch alone, so that a job that kills it takes no neighbour along).
 local now, limit, grant, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local now_ms = server_ms()
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
-acknowledge(6)
+local any_crashes = acknowledge(6)
 
 local out = { false }
 if limit > 0 then
@@ -16,6 +18,8 @@ if limit > 0 then
   if #ready > 0 then
     local any_retries = redis.call('EXISTS', K_RETRIES) == 1
     local any_errors = redis.call('EXISTS', K_ERRORS) == 1
+    if any_crashes == nil then any_crashes = redis.call('EXISTS', K_CRASHES) == 1 end
+    local suspect = false
     local ids, processing = {}, {}
     for i = 1, #ready, 2 do
       local id, perform_in = ready[i], ready[i + 1]
@@ -26,6 +30,7 @@ if limit > 0 then
       local err = false
       if any_errors then err = redis.call('HGET', K_ERRORS, id) end
       local payloads = redis.call('HGET', K_PAYLOADS, id)
+      if any_crashes and not suspect then suspect = redis.call('HEXISTS', K_CRASHES, id) == 1 end
       ids[#ids + 1] = id
       processing[#processing + 1] = id
       processing[#processing + 1] = cmsgpack.pack(retry_count, tonumber(perform_in), err) .. payloads
@@ -45,6 +50,7 @@ if limit > 0 then
     end
     if any_errors then call_chunked('HDEL', K_ERRORS, ids, 1) end
     redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms)
+    if suspect then out[#out + 1] = 1 end
   else
     redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl)
   end
