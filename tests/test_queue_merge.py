@@ -1,6 +1,9 @@
 """Every row of SPEC's merge table, and "an equal payload keeps the lower score" in any order."""
 
 import itertools
+import json
+
+import msgpack
 
 import pytest
 
@@ -133,6 +136,75 @@ def test_random_bursts_match_a_model_of_the_merge_rule(seed, r):
             batch.append({"id": job_id, "payload": payload, "score": score})
             known = model.setdefault(job_id, {})
             known[payload] = min(score, known.get(payload, score))
+        OrdersWorker.perform_async(batch)
+    for job_id, payloads in model.items():
+        expected = sorted(((p, float(s)) for p, s in payloads.items()), key=lambda ps: (ps[1], ps[0]))
+        assert queued(job_id).payloads == expected
+
+
+def stored(r, job_id: str) -> bytes:
+    shard = OrdersWorker.keys().shard(queue().shard_of(job_id))
+    return r.hget(shard.payloads_hash, job_id)
+
+
+def test_rising_versions_are_appended_to_the_encoded_list_in_order(r):
+    for v in range(1, 301):
+        OrdersWorker.perform_async([{"id": "hot", "payload": f"v{v}", "score": v}])
+    blob = stored(r, "hot")
+    # appendable: an array32 header and the last score as a float64; the earlier scores stay compact
+    assert blob[0] == 0xDD and int.from_bytes(blob[1:5], "big") == 600 and blob[-9] == 0xCB
+    flat = [x for v in range(1, 301) for x in (json.dumps(f"v{v}"), v)]
+    assert len(blob) == len(msgpack.packb(flat, use_bin_type=False)) + 2 + 6  # array32, a float64 last score
+    assert queued("hot").payloads == [(f"v{v}", float(v)) for v in range(1, 301)]
+
+
+@pytest.mark.parametrize("payloads", [
+    ["v1", "v10", "v1", "v2"],  # bytes of one payload inside another: the general merge decides
+    ["é" * 3, "ˋ" * 40, "x" * 300, "y" * 70_000],  # multi-byte text (0xcb bytes), str8, str16, str32
+    ["a", "a", "b", "a"],  # the same payload again with a higher score keeps its first score
+])
+def test_appending_keeps_the_merge_rule_whatever_the_bytes(payloads):
+    for n, p in enumerate(payloads, start=1):
+        OrdersWorker.perform_async([{"id": "x", "payload": p, "score": n + 0.5}])
+    first: dict[str, float] = {}
+    for n, p in enumerate(payloads, start=1):
+        first.setdefault(p, n + 0.5)
+    assert queued("x").payloads == sorted(first.items(), key=lambda ps: (ps[1], ps[0]))
+
+
+def test_an_older_version_after_appends_falls_back_to_the_full_merge_and_appending_resumes(r):
+    OrdersWorker.perform_async([{"id": "x", "payload": f"v{v}", "score": v} for v in (1, 2)])
+    OrdersWorker.perform_async([{"id": "x", "payload": "v4", "score": 4}])
+    OrdersWorker.perform_async([{"id": "x", "payload": "v3", "score": 3}, {"id": "x", "payload": "v0", "score": 0}])
+    OrdersWorker.perform_async([{"id": "x", "payload": "v5", "score": 5}, {"id": "x", "payload": "v6", "score": 6}])
+    assert [p for p, _ in queued("x").payloads] == ["v0", "v1", "v2", "v3", "v4", "v5", "v6"]
+    assert stored(r, "x")[0] == 0xDD
+    # a list another script wrote (a failed job coming back) is merged the long way, then appendable again
+    take("x")
+    fail("x", T)
+    OrdersWorker.perform_async([{"id": "x", "payload": "v7", "score": 7}])
+    OrdersWorker.perform_async([{"id": "x", "payload": "v8", "score": 8}])
+    assert [p for p, _ in queued("x").payloads] == [f"v{v}" for v in range(9)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_rising_versions_with_repeats_match_a_model_of_the_merge_rule(seed, r):
+    import random
+
+    r.flushall()
+    rng = random.Random(seed)
+    model: dict[str, dict[str, float]] = {}
+    score = 0.0
+    for _ in range(200):
+        batch = []
+        for _ in range(rng.randint(1, 3)):
+            score += rng.choice([1, 1, 1, 0.25, 0])
+            job_id = str(rng.randint(0, 2))
+            payload = rng.choice([f"v{int(score)}", f"v{rng.randint(0, int(score))}", "v1"])
+            s = score if rng.random() > 0.1 else rng.random() * score  # now and then an old version
+            batch.append({"id": job_id, "payload": payload, "score": s})
+            known = model.setdefault(job_id, {})
+            known[payload] = min(s, known.get(payload, s))
         OrdersWorker.perform_async(batch)
     for job_id, payloads in model.items():
         expected = sorted(((p, float(s)) for p, s in payloads.items()), key=lambda ps: (ps[1], ps[0]))

@@ -8,7 +8,8 @@ import lowkiq
 import redis
 from lowkiq.queue.keys import registry_hash
 
-from ..common import MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, Sizes, log, median, spread, wait_drained, wait_for
+from ..common import (MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, RedisCounters, Sizes, log, median, spread,
+                      wait_drained, wait_for)
 from ..options import Options
 from ..redis_server import RedisServer
 
@@ -26,11 +27,15 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
                         "process (5 threads, lag scheduler, shards_count 5, batch_size 1) runs; end-to-end = first "
                         "enqueue to the perform that saw the last payload")
     runs = []
+    held = (1, 10, 100, 1000) if not sizes.smoke else (1, 10)
+    costs: dict[int, list[float]] = {n: [] for n in held}
     with RedisServer() as redis_server:
         client = redis_server.client()
         for n in range(sizes.runs):
             log(f"item 3, run {n + 1}/{sizes.runs}")
             runs.append(_once(redis_server.url, client, ids, versions))
+            for payloads in held:
+                costs[payloads].append(_version_cost(redis_server.url, client, payloads))
     e2e = [r["end_to_end"] for r in runs]
     performs = [r["performs"] for r in runs]
     per = [total / p for p in performs]
@@ -45,10 +50,36 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
     result.row("the same enqueue into an idle Redis (no server), s", spread([r["enqueue_alone"] for r in runs]))
     result.row("end-to-end, s", spread(e2e))
     result.row("payloads/s end-to-end", f"{total / median(e2e):,.0f}")
+    for payloads in held:
+        result.row(f"Redis CPU of one version pushed into an id holding {payloads:,} payloads, µs",
+                   spread(costs[payloads], "{:.1f}"))
+    result.note("The cost of one version by the length of its id's stored list: 200 ids each holding that many "
+                "payloads, one `perform_async` of one job per id with a higher score (`INFO commandstats`, "
+                "the push script's `usec_per_call`). Flat means a version costs O(1) in Redis, whatever it joins "
+                "(up to the copy of the stored bytes).")
     result.note("Merging turns versions into fewer performs: while an id waits its turn in its shard, its new "
                 "versions join the queued job, so the server runs far fewer performs than payloads. Order: every "
                 "id's versions reached perform in ascending order in every run (out-of-order count above).")
     return result
+
+
+def _version_cost(url: str, client: redis.Redis, held: int, ids: int = 200) -> float:
+    """Redis µs per push of one new version into an id that holds ``held`` payloads."""
+    client.flushall()
+    worker = merge_worker()
+    runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    try:
+        for start in range(0, held, 100):
+            worker.perform_async([{"id": i, "payload": v, "score": v} for v in range(start, min(held, start + 100))
+                                  for i in range(ids)])
+        counters = RedisCounters(client).start()
+        for i in range(ids):
+            worker.perform_async([{"id": i, "payload": held, "score": held}])
+        counters.stop()
+    finally:
+        runtime.close()
+    client.flushall()
+    return counters.usec_per_call("evalsha")
 
 
 def _send(worker: type[lowkiq.Worker], ids: int, versions: int) -> float:

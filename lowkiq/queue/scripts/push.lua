@@ -35,6 +35,106 @@ for i = 1, #jobs, 4 do
   end
 end
 
+-- Merging without decoding. A version that sorts after everything its id holds (a higher score
+-- than the last) and whose payload is not held already is appended to the encoded list: O(1) Lua
+-- work whatever the list's length. Lists this script merges are written appendable: an array32
+-- header (its count rewritten in place) and the last score as a float64 (read from the end); the
+-- earlier scores compact, as cmsgpack writes them.
+
+-- The position after a msgpack string starting at i, and where its bytes start (nil: not a string).
+local function string_at(s, i)
+  local b = s:byte(i)
+  if not b then return nil end
+  if b >= 0xa0 and b <= 0xbf then return i + 1 + b - 0xa0, i + 1 end
+  if b == 0xd9 or b == 0xc4 then return i + 2 + s:byte(i + 1), i + 2 end
+  if b == 0xda or b == 0xc5 then return i + 3 + struct.unpack('>I2', s, i + 1), i + 3 end
+  if b == 0xdb or b == 0xc6 then return i + 5 + struct.unpack('>I4', s, i + 1), i + 5 end
+  return nil
+end
+
+-- A pair {payload, score} as producers pack it: the payload's encoding, its bytes, the score.
+local function split_pair(pair)
+  if pair:byte(1) ~= 0x92 then return nil end
+  local stop, first = string_at(pair, 2)
+  if not stop or stop > #pair then return nil end
+  local score = cmsgpack.unpack(pair:sub(stop))
+  if type(score) ~= 'number' then return nil end
+  return pair:sub(2, stop - 1), pair:sub(first, stop - 1), score
+end
+
+local NUMBER_SIZE = { [0xcc] = 2, [0xd0] = 2, [0xcd] = 3, [0xd1] = 3, [0xca] = 5, [0xce] = 5, [0xd2] = 5,
+  [0xcb] = 9, [0xcf] = 9, [0xd3] = 9 }
+
+-- The position after the msgpack number starting at i (nil: not a number).
+local function number_at(s, i)
+  local b = s:byte(i)
+  if not b then return nil end
+  if b < 0x80 or b >= 0xe0 then return i + 1 end
+  local size = NUMBER_SIZE[b]
+  return size and i + size
+end
+
+local function appendable(count, body, last)
+  return struct.pack('>BI4', 0xdd, count) .. body .. struct.pack('>Bd', 0xcb, last)
+end
+
+local function encode_appendable(list)
+  local n = #list
+  local last = list[n]
+  list[n] = nil
+  local packed = cmsgpack.pack(list)
+  list[n] = last
+  local skip = 1
+  if n - 1 >= 65536 then skip = 5 elseif n - 1 >= 16 then skip = 3 end
+  return appendable(n, packed:sub(skip + 1), last)
+end
+
+-- The stored list with the new pairs appended, and how many of its oldest payloads were dropped
+-- for the limit; nil when the general merge must decide.
+local function appended(stored, entry, limit, overflow)
+  local count, body, last
+  local b = stored:byte(1)
+  if b == 0x92 then  -- one payload, as its producer packed it
+    local encoded, _, score = split_pair(stored)
+    if not encoded then return nil end
+    count, body, last = 2, encoded .. cmsgpack.pack(score), score
+  elseif b == 0xdd and stored:byte(-9) == 0xcb then
+    count = struct.unpack('>I4', stored, 2)
+    last = struct.unpack('>d', stored, #stored - 7)
+    body = stored:sub(6, -10) .. cmsgpack.pack(last)
+  else
+    return nil
+  end
+  local parts, seen = { body }, {}
+  for k = 2, #entry do
+    local encoded, bytes, score = split_pair(entry[k])
+    if not encoded or not (score > last) then return nil end
+    -- equal payloads merge (the lower score wins): any occurrence of these bytes goes the long way
+    if string.find(stored, bytes, 1, true) then return nil end
+    for _, other in ipairs(seen) do
+      if string.find(other, bytes, 1, true) or string.find(bytes, other, 1, true) then return nil end
+    end
+    seen[#seen + 1] = bytes
+    if k > 2 then parts[#parts + 1] = cmsgpack.pack(last) end
+    parts[#parts + 1] = encoded
+    last = score
+    count = count + 2
+  end
+  local all, dropped = table.concat(parts), 0
+  if limit > 0 and count / 2 > limit then
+    if overflow ~= 'drop_oldest' then return nil end
+    dropped = count / 2 - limit
+    local at = 1
+    for _ = 1, dropped do
+      at = string_at(all, at)
+      at = at and number_at(all, at)
+      if not at then return nil end
+    end
+    all, count = all:sub(at), count - 2 * dropped
+  end
+  return appendable(count, all, last), dropped
+end
+
 local payload_args, ready_args, lex_args = {}, {}, {}
 for c = 1, #ids, CHUNK do
   local last = math.min(c + CHUNK - 1, #ids)
@@ -44,7 +144,12 @@ for c = 1, #ids, CHUNK do
     local entry = entries[id]
     local queued = existing[n - c + 1]
     local blob = entry[2]
-    if queued or #entry > 2 then
+    local fast, cut
+    if queued then fast, cut = appended(queued, entry, limit, overflow) end
+    if fast then
+      blob = fast
+      dropped = dropped + cut
+    elseif queued or #entry > 2 then
       -- Merging: decode everything; a single new payload is already encoded.
       local incoming = {}
       for k = 2, #entry do
@@ -64,7 +169,7 @@ for c = 1, #ids, CHUNK do
         merged = kept
         dropped = dropped + extra
       end
-      blob = encode(merged)
+      blob = encode_appendable(merged)
     end
     payload_args[#payload_args + 1] = id
     payload_args[#payload_args + 1] = blob
