@@ -74,6 +74,9 @@ class Processor:
         self.handlers: list[ShardHandler] = []
         self.scheduler: schedulers.Scheduler | None = None
         self.inbox: deque[tuple[str, Lease, bool]] = deque()
+        # (queue name, shard) of the shards served, replaced whole: read by the waker's thread
+        self.serving: frozenset[tuple[str, int]] = frozenset()
+        self.nudged: deque[tuple[str, int]] = deque()  # shards a push gave work, from the waker
         self.wake = threading.Event()
         self.pending: Ack | None = None
         self.in_flight: Lease | None = None  # the lease of the batch being performed now
@@ -98,6 +101,12 @@ class Processor:
         """Stop serving the shard after the current batch; release its lease, or return it to the keeper."""
         self.inbox.append((BACK, lease, release))
         self.wake.set()
+
+    def nudge(self, queue_name: str, shard: int) -> None:
+        """A push gave this shard work (the waker's thread): look at it now if this thread serves it."""
+        if (queue_name, shard) in self.serving:
+            self.nudged.append((queue_name, shard))
+            self.wake.set()
 
     def drop_lost(self, lease: Lease) -> None:
         self.inbox.append((LOST, lease, False))
@@ -149,6 +158,8 @@ class Processor:
             self.wake.wait(self.settings.poll_interval)
             return
         assert self.scheduler is not None
+        if self.nudged:
+            self._read_nudges()
         index = self.scheduler.next_shard()
         if index is None:
             self._flush()
@@ -185,6 +196,15 @@ class Processor:
         if ack is None:
             self.scheduler.due(index, self.runtime.clock())
         self.pending = ack
+
+    def _read_nudges(self) -> None:
+        assert self.scheduler is not None
+        now = self.runtime.clock()
+        while self.nudged:
+            queue_name, shard = self.nudged.popleft()
+            for index, handler in enumerate(self.handlers):
+                if handler.shard.index == shard and handler.lease.keys.queue_name == queue_name:
+                    self.scheduler.due(index, now)
 
     def _alone(self, handler: ShardHandler) -> bool:
         """A suspect batch in hand: wait until it is the only batch in processing in this process.
@@ -283,6 +303,7 @@ class Processor:
         context = schedulers.SchedulerContext([h.shard for h in self.handlers], self.settings.poll_interval,
                                               self.probe, self.runtime.clock)
         self.scheduler = schedulers.build(self.settings, context) if self.handlers else None
+        self.serving = frozenset((h.lease.keys.queue_name, h.shard.index) for h in self.handlers)
         if not self.stop.is_set():
             log.info("thread %d serves shards %s", self.number, " ".join(str(h.shard) for h in self.handlers) or "(none)",
                      extra=log_format.fields(shards=[str(h.shard) for h in self.handlers]))

@@ -31,6 +31,7 @@ from . import signals
 from .crash_isolation import CrashIsolation
 from .keeper import Keeper
 from .processor import Processor
+from .waker import Waker
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -54,6 +55,7 @@ class Server:
         self.force = threading.Event()  # a second signal: do not wait for running performs
         self.processors: list[Processor] = []
         self.keeper: Keeper | None = None
+        self.waker: Waker | None = None
         self._fatal: BaseException | None = None
         self._fatal_in_perform = False
         self._lock = threading.Lock()
@@ -108,9 +110,11 @@ class Server:
         log.info("server %s: %d threads for %d shards of %s, shared through leases with the other live servers",
                  self.keeper.member_id[:8], s.threads_per_node, sum(w.shards_count for w in s.workers),
                  ", ".join(w.__name__ for w in s.workers))
+        self.waker = Waker(self.runtime.new_client(1), self.processors, self.stop, s.poll_interval)
         for p in self.processors:
             p.start()
         self.keeper.start()
+        self.waker.start()
 
     def shutdown(self) -> None:
         """Ask every thread to stop after its current batch (what SIGTERM does)."""
@@ -136,6 +140,8 @@ class Server:
         if running:
             log.warning("exiting with %d performs still running; their shards are taken over when their leases "
                         "expire (%.0f s) and those batches run again", len(running), self.settings.lease_ttl)
+        if self.waker is not None:
+            self.waker.join(2.0)  # it checks the stop every second
         if self.keeper is not None:
             self.keeper.leave(keep=[p.in_flight for p in running if p.in_flight is not None])
         self.runtime.close()

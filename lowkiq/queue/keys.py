@@ -11,6 +11,9 @@ import re
 from dataclasses import dataclass
 
 PREFIX = "lowkiq:v1"
+# Pub/Sub channel on which a push says a shard has work due sooner than its server would look
+# (message: "<queue_name>:<shard>"); see lowkiq.waker.
+WAKE_CHANNEL = f"{PREFIX}:wake"
 FORBIDDEN_IN_QUEUE_NAME = "{}"
 # Letters, digits and "_" of any script, then also ".", ":" and "-": a name that is one URL path
 # segment as it is, and never a Redis Cluster hash tag ({}).
@@ -113,6 +116,10 @@ class ShardKeys:
     def crashes_hash(self) -> str:
         """id -> how many times the job's batch was restored after its owner died performing it."""
         return f"{self.tag}:crashes"
+
+    @property
+    def wake_message(self) -> str:
+        return f"{self.queue_name}:{self.shard}"
 
     def all(self) -> list[str]:
         """The KEYS list every script receives, in the order of ``SCRIPT_KEYS``."""

@@ -19,7 +19,7 @@ from ..leases import Held, Lease, acquire_call, acquired, new_grant, refusal, tt
 from ..splitters import Shard
 from ..transport import PartialWrite, Transport
 from . import codec, lua
-from .keys import QueueKeys
+from .keys import WAKE_CHANNEL, QueueKeys
 
 # Jobs per push script: big enough to amortize the round trip, small enough
 # that one script never blocks Redis for long.
@@ -107,7 +107,8 @@ class Queue:
             for i in range(0, len(flat), step):
                 part = flat[i : i + step]
                 blob = msgpack.packb(part, use_bin_type=False)
-                calls.append(("push", self._shards[shard], (blob, defaults_before, limit, overflow)))
+                keys = self._shards[shard]
+                calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message)))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:

@@ -6,6 +6,8 @@
 -- ARGV[3] = the most payloads one id may hold (0: no limit), ARGV[4] = past it: 'drop_oldest' keeps
 --           the newest (highest score) payloads and counts the dropped ones; 'reject' writes nothing
 --           and answers PAYLOAD_LIMIT
+-- ARGV[5], ARGV[6] = a Pub/Sub channel and message, published when this push makes the shard's
+--           earliest job earlier (an idle shard gets work): its server wakes instead of polling later
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns the number of distinct ids written.
@@ -135,6 +137,8 @@ local function appended(stored, entry, limit, overflow)
   return appendable(count, all, last), dropped
 end
 
+local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+local earliest = nil
 local payload_args, ready_args, lex_args = {}, {}, {}
 for c = 1, #ids, CHUNK do
   local last = math.min(c + CHUNK - 1, #ids)
@@ -174,6 +178,8 @@ for c = 1, #ids, CHUNK do
     payload_args[#payload_args + 1] = id
     payload_args[#payload_args + 1] = blob
     if not queued then
+      local due = tonumber(entry[1])
+      if earliest == nil or due < earliest then earliest = due end
       ready_args[#ready_args + 1] = entry[1]
       ready_args[#ready_args + 1] = id
       lex_args[#lex_args + 1] = 0
@@ -185,4 +191,7 @@ call_chunked('HSET', K_PAYLOADS, payload_args, 2)
 call_chunked('ZADD', K_READY, ready_args, 2)
 call_chunked('ZADD', K_LEX, lex_args, 2)
 if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
+if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+end
 return #ids
