@@ -19,21 +19,27 @@ local ulp = 2 ^ (exponent - 53)
 local next_default = tonumber(ARGV[2] or 0)
 local limit, overflow = tonumber(ARGV[3] or 0), ARGV[4]
 local dropped = 0
-local entries, ids = {}, {}
+-- One slot per distinct id (most calls hold each id once): its due time and first pair, and
+-- further pairs of the same id in `more`.
+local now_text = num(now)
+local index, ids, due, blobs, more = {}, {}, {}, {}, {}
 for i = 1, #jobs, 4 do
   local id, perform_in, blob = jobs[i], jobs[i + 1], jobs[i + 2]
-  if perform_in == '' then perform_in = num(now) end
   if jobs[i + 3] then
     -- the pair ends with its score, a msgpack float64: 8 big-endian bytes
     blob = string.sub(blob, 1, -9) .. struct.pack('>d', now + next_default * ulp)
     next_default = next_default + 1
   end
-  local entry = entries[id]
-  if entry then
-    entry[#entry + 1] = blob
+  local n = index[id]
+  if n then
+    local list = more[n]
+    if list then list[#list + 1] = blob else more[n] = { blob } end
   else
-    entries[id] = { perform_in, blob }
-    ids[#ids + 1] = id
+    n = #ids + 1
+    index[id] = n
+    ids[n] = id
+    if perform_in == '' then due[n] = now_text else due[n] = perform_in end
+    blobs[n] = blob
   end
 end
 
@@ -145,15 +151,16 @@ for c = 1, #ids, CHUNK do
   local existing = redis.call('HMGET', K_PAYLOADS, unpack(ids, c, last))
   for n = c, last do
     local id = ids[n]
-    local entry = entries[id]
     local queued = existing[n - c + 1]
-    local blob = entry[2]
+    local blob = blobs[n]
+    local entry = nil
+    if queued or more[n] then entry = { due[n], blob, unpack(more[n] or {}) } end
     local fast, cut
     if queued then fast, cut = appended(queued, entry, limit, overflow) end
     if fast then
       blob = fast
       dropped = dropped + cut
-    elseif queued or #entry > 2 then
+    elseif entry then
       -- Merging: decode everything; a single new payload is already encoded.
       local incoming = {}
       for k = 2, #entry do
@@ -178,9 +185,10 @@ for c = 1, #ids, CHUNK do
     payload_args[#payload_args + 1] = id
     payload_args[#payload_args + 1] = blob
     if not queued then
-      local due = tonumber(entry[1])
-      if earliest == nil or due < earliest then earliest = due end
-      ready_args[#ready_args + 1] = entry[1]
+      local at = due[n]
+      local when = at == now_text and now or tonumber(at)
+      if earliest == nil or when < earliest then earliest = when end
+      ready_args[#ready_args + 1] = at
       ready_args[#ready_args + 1] = id
       lex_args[#lex_args + 1] = 0
       lex_args[#lex_args + 1] = id
