@@ -30,13 +30,13 @@ def items() -> dict[int, Callable[[Sizes, Options], ItemResult]]:
     from .items import baseline, cluster, console, cores, events, memory, merging, others, throughput
 
     return {1: throughput.item1, 2: throughput.item2, 3: merging.run, 4: others.run, 5: memory.run, 6: console.run,
-            7: baseline.run, 8: cluster.run, 9: events.run, 10: cores.run}
+            7: baseline.run, 8: cluster.run, 9: events.run, 10: cores.run, 11: console.run_at_10x}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes, under a minute, no verdicts (CI)")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10", help="items to run, e.g. 1,2 (default all)")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11", help="items to run, e.g. 1,2 (default all)")
     p.add_argument("--runs", type=int, help="timed runs per measurement (default 3; smoke 1)")
     p.add_argument("--others-runs", type=int, help="item 4: runs of RQ and Dramatiq (default 1: an RQ drain of "
                    "100,000 jobs takes about 4 minutes)")

@@ -16,5 +16,5 @@ def test_every_benchmark_item_runs_in_smoke_mode():
     headers = [line for line in done.stdout.splitlines() if line.startswith("== ")]
     assert headers == ["== 1. Lowkiq's shape", "== 2. Batched", "== 3. Merging", "== 4. Side by side", "== 5. Memory", "== 6. Console",
                        "== 7. Leases and transport against the previous code", "== 8. Redis Cluster beside standalone",
-                       "== 9. Events on the hot path", "== 10. More than one core"]
+                       "== 9. Events on the hot path", "== 10. More than one core", "== 11. Console at 10× scale"]
     assert "payloads out of version order" in done.stdout

@@ -13,6 +13,7 @@ keep-alive would see it).
 from __future__ import annotations
 
 import cProfile
+import dataclasses
 import http.client
 import io
 import os
@@ -53,9 +54,29 @@ HISTORY_MINUTES = 2 * 24 * 60
 
 
 def run(sizes: Sizes, options: Options) -> ItemResult:
-    workers = console_workers(sizes.console_workers, sizes.console_shards)
-    first = workers[0].__name__
+    return _run(sizes, options, 6, "Console", _endpoints(console_workers(1, 1)[0].__name__))
+
+
+def run_at_10x(sizes: Sizes, options: Options) -> ItemResult:
+    """Item 11: item 6 with ten times the jobs (10,000,000 queued, 1,000,000 dead), every listing order timed."""
+    bigger = dataclasses.replace(sizes, console_queued=sizes.console_queued * 10, console_dead=sizes.console_dead * 10,
+                                 console_requests=max(20, sizes.console_requests // 2))
+    first = console_workers(1, 1)[0].__name__
     endpoints = [
+        Endpoint("GET api/v1/stats", "/api/v1/stats", 20.0),
+        Endpoint("GET / (dashboard page)", "/", None),
+        Endpoint("GET morgue page (default: 25 rows by updated_at)", f"/workers/{first}/morgue", 100.0),
+        Endpoint("GET morgue page, 25 rows by id", f"/workers/{first}/morgue?order_by=id", 100.0),
+        Endpoint("GET morgue page, 100 rows by id descending", f"/workers/{first}/morgue?order_by=id&desc=1&limit=100",
+                 100.0),
+    ] + [Endpoint(f"GET enqueued page, 25 rows by {order}{' descending' if desc else ''}",
+                  f"/workers/{first}/enqueued?order_by={order}&desc={int(desc)}", 100.0)
+         for order in ("perform_in", "id", "retry_count") for desc in (False, True)]
+    return _run(bigger, options, 11, "Console at 10× scale", endpoints)
+
+
+def _endpoints(first: str) -> list[Endpoint]:
+    return [
         Endpoint("GET api/v1/stats", "/api/v1/stats", 20.0),
         Endpoint("GET / (dashboard page)", "/", None),
         Endpoint("GET morgue page (default: 25 rows by updated_at)", f"/workers/{first}/morgue", 100.0),
@@ -67,7 +88,11 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         Endpoint("GET a worker's tab counts with its last hour", f"/workers/{first}/_counts", None),
         Endpoint("GET api/v1/history?hours=48", "/api/v1/history?hours=48", None),
     ]
-    result = ItemResult(6, "Console", f"{len(workers)} workers × {sizes.console_shards} shards, "
+
+
+def _run(sizes: Sizes, options: Options, number: int, title: str, endpoints: list[Endpoint]) -> ItemResult:
+    workers = console_workers(sizes.console_workers, sizes.console_shards)
+    result = ItemResult(number, title, f"{len(workers)} workers × {sizes.console_shards} shards, "
                         f"{sizes.console_queued:,} queued jobs and {sizes.console_dead:,} dead ones; "
                         f"{sizes.console_requests} sequential requests per endpoint after 5 warm-up requests; "
                         "in-process = Flask test client (the app and Redis, no HTTP); HTTP = gunicorn, one sync worker")
