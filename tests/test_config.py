@@ -133,6 +133,20 @@ def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
     assert ShardKeys("q", 0).all()[names.index("K_LEASE")] == ShardKeys("q", 0).lease_hash
 
 
+def test_each_script_carries_only_the_library_definitions_it_uses():
+    from lowkiq.queue import lua
+
+    a = "-- header\nlocal A = 1\n\n"
+    b = "-- b uses A\nlocal function b()\n  -- inside\n  return A\nend\n\n"
+    lib = a + b + "local function c()\n  return 2\nend\n"
+    assert lua.used_definitions(lib, "return b()") == a + b
+    assert lua.used_definitions(lib, "return c()") == "local function c()\n  return 2\nend\n"
+    assert lua.used_definitions(lib, "return 1") == ""
+    hot = lua.script("ack_and_take").source
+    assert "local function refusal(" in hot and "local function merge_payloads(" not in hot
+    assert "local function merge_payloads(" in lua.script("push").source
+
+
 def test_every_option_of_the_table_is_in_the_readme_and_the_command_line_help():
     from pathlib import Path
 

@@ -58,6 +58,22 @@ def test_take_respects_the_limit_and_reports_the_next_due_job(clock):
     assert len(queries().busy()) == 2
 
 
+@pytest.mark.parametrize("limit", [2, 3, 5])
+def test_the_next_due_job_is_reported_whether_it_is_due_or_not(clock, limit):
+    ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 0][:4]
+    due = [{"id": i, "perform_in": clock.now - 10 + n} for n, i in enumerate(ids[:3])]
+    OrdersWorker.perform_async([*due, {"id": ids[3], "perform_in": clock.now + 30}])
+    q = queue()
+    lease = held_lease(q, 0)
+    taken = q.ack_and_take(None, (lease, limit))
+    assert [j.id for j in taken.jobs] == ids[:min(limit, 3)]
+    assert taken.next_perform_in == (clock.now - 10 + 2 if limit == 2 else clock.now + 30)
+    rest = q.ack_and_take((lease, [j.id for j in taken.jobs]), (lease, 10))
+    assert [j.id for j in rest.jobs] == ids[limit:3] and rest.next_perform_in == clock.now + 30
+    q.ack_and_take((lease, [j.id for j in rest.jobs]), None)
+    assert q.ack_and_take(None, (lease, 10)).next_perform_in == clock.now + 30
+
+
 def test_ack_counts_processed_and_clears_processing(clock):
     ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 1][:3]
     OrdersWorker.perform_async([{"id": i} for i in ids])

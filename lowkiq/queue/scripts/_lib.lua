@@ -220,16 +220,15 @@ local function restore_processing()
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
--- they carried is over. Returns whether the shard held crash counts (nil: nothing to ack).
-local function acknowledge(first)
-  if #ARGV < first then return nil end
+-- they carried is over. ``crashes``: whether the shard holds crash counts (nil: look).
+local function acknowledge(first, crashes)
+  if #ARGV < first then return end
   local n = 0
-  local crashes = redis.call('EXISTS', K_CRASHES) == 1
+  if crashes == nil then crashes = redis.call('EXISTS', K_CRASHES) == 1 end
   for i = first, #ARGV, CHUNK do
     local last = math.min(i + CHUNK - 1, #ARGV)
     n = n + redis.call('HDEL', K_PROCESSING, unpack(ARGV, i, last))
     if crashes then redis.call('HDEL', K_CRASHES, unpack(ARGV, i, last)) end
   end
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
-  return crashes
 end

@@ -10,15 +10,23 @@ local now_ms = server_ms()
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
-local any_crashes = acknowledge(6)
+-- Retried ids, stored errors and crash counts are rare: one probe usually rules out all three.
+local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES) > 0
+local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
+acknowledge(6, any_crashes)
 
 local out = { false }
+local head = nil
 if limit > 0 then
-  local ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  -- One id past the batch: when it is due too, its score is the queue's next head.
+  local ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+  if #ready > 2 * limit then
+    head = ready[2 * limit + 2]
+    ready[2 * limit + 1], ready[2 * limit + 2] = nil, nil
+  end
   if #ready > 0 then
-    local any_retries = redis.call('EXISTS', K_RETRIES) == 1
-    local any_errors = redis.call('EXISTS', K_ERRORS) == 1
-    if any_crashes == nil then any_crashes = redis.call('EXISTS', K_CRASHES) == 1 end
+    local any_retries = rare and redis.call('EXISTS', K_RETRIES) == 1
+    local any_errors = rare and redis.call('EXISTS', K_ERRORS) == 1
     local suspect = false
     local ids, processing = {}, {}
     for i = 1, #ready, 2 do
@@ -58,6 +66,9 @@ else
   redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl)
 end
 
-local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
-if #head > 0 then out[1] = head[2] end
+if head == nil then
+  local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+  if #first > 0 then head = first[2] end
+end
+out[1] = head or false
 return out
