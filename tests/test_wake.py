@@ -76,6 +76,37 @@ def test_an_idle_server_starts_a_pushed_job_at_once_not_a_poll_later(app, r, red
         server.kill()
 
 
+def test_operators_actions_that_make_jobs_due_wake_the_idle_server(app, r, redis_url, tmp_path):
+    """Perform now and a requeue from the morgue: the job starts at once, not at the server's next poll."""
+    server = start_server(tmp_path, redis_url, "--poll-interval", "30", env={"APP_WORKERS": "Recorder"})
+    actions = lowkiq.current().actions(app.Recorder)
+    pubsub = r.pubsub(ignore_subscribe_messages=True)
+    pubsub.subscribe(WAKE_CHANNEL)
+    heard(pubsub)
+    try:
+        wait_until(lambda: r.pubsub_numsub(WAKE_CHANNEL)[0][1] == 2, timeout=15)
+        wait_until(lambda: "serves shards Recorder" in server.log(), timeout=15)
+        later = time.time() + 3600
+        app.Recorder.perform_async([{"id": "scheduled", "payload": 1, "perform_in": later},
+                                    {"id": "buried", "payload": 1, "perform_in": later}])
+        assert actions.kill(["buried"]) == 1
+        time.sleep(1.0)  # every thread has looked at its shards and sleeps for 30 s
+        heard(pubsub)
+        sent = time.time()
+        assert actions.perform_now(["scheduled"]) == 1
+        assert started_within(tmp_path, "scheduled", sent) < 3.0
+        assert heard(pubsub) == [f"Recorder:{lowkiq.current().queue(app.Recorder).shard_of('scheduled')}"]
+        time.sleep(1.0)
+        sent = time.time()
+        assert actions.morgue_requeue_all() == 1
+        assert started_within(tmp_path, "buried", sent) < 3.0
+        # every shard's server is told, whether its shard got work or not: the message is a hint
+        assert sorted(heard(pubsub)) == sorted(f"Recorder:{n}" for n in range(app.Recorder.shards_count))
+    finally:
+        pubsub.close()
+        server.kill()
+
+
 @pytest.mark.slow
 def test_on_a_cluster_a_push_to_any_primary_wakes_the_idle_server(cluster):
     import threading
@@ -104,7 +135,7 @@ def test_on_a_cluster_a_push_to_any_primary_wakes_the_idle_server(cluster):
             job_id = next(f"j{i}" for i in range(1000) if queue.shard_of(f"j{i}") == shard)
             sent = time.time()
             worker.perform_async([{"id": job_id, "payload": shard}])
-            wait_until(lambda: job_id in started, timeout=10)
+            wait_until(lambda job_id=job_id: job_id in started, timeout=10)
             assert started[job_id] - sent < 3.0, shard
     finally:
         server.shutdown()
