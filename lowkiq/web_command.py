@@ -5,7 +5,7 @@
     lowkiq web --bind 0.0.0.0:8000 --workers 2 --threads 8
 
 It prints the URL it serves and the Redis it watches (never a password), then
-runs gunicorn with ``lowkiq.webui:create_app()`` until SIGTERM or SIGINT, which
+runs gunicorn with ``lowkiq.webui:served_app()`` until SIGTERM or SIGINT, which
 it passes on. Options left out here may come from ``GUNICORN_CMD_ARGS``, as for
 any gunicorn; what this command is given wins.
 """
@@ -33,7 +33,7 @@ EXIT_USAGE = 2
 DEFAULT_BIND = "127.0.0.1:5000"
 MAX_DEFAULT_WORKERS = 4
 DEFAULT_THREADS = 4
-APP_SPEC = "lowkiq.webui:create_app()"
+APP_SPEC = "lowkiq.webui:served_app()"
 
 
 class WebError(Exception):
@@ -48,7 +48,7 @@ def default_workers() -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="lowkiq web",
-        description="Serve the lowkiq console (lowkiq.webui:create_app()) under gunicorn.",
+        description="Serve the lowkiq console (lowkiq.webui:served_app()) under gunicorn.",
         epilog="Environment: LOWKIQ_REDIS_URL or REDIS_URL (neither: the embedded Redis), LOWKIQ_APP, "
         "LOWKIQ_WEB_PASSWORD, LOWKIQ_WEB_USER, LOWKIQ_WEB_READONLY, LOWKIQ_WEB_POLL_INTERVAL, "
         "LOWKIQ_WEB_SECRET_KEY, GUNICORN_CMD_ARGS (any other gunicorn option).",

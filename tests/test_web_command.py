@@ -42,7 +42,7 @@ def test_defaults(capsys, tmp_path, monkeypatch):
     command, env, out = plan(capsys)
     workers = str(min(4, os.cpu_count() or 1))
     assert command[-7:] == ["--bind", "127.0.0.1:5000", "--workers", workers, "--threads", "4",
-                            "lowkiq.webui:create_app()"]
+                            "lowkiq.webui:served_app()"]
     assert command[1:3] == ["-m", "gunicorn"]
     assert out[0].startswith("lowkiq console: http://127.0.0.1:5000/")
     assert out[1] == "watching Redis: embedded at ./.lowkiq"
@@ -60,7 +60,7 @@ def test_the_redis_it_watches_is_printed_without_its_password(capsys):
 
 def test_gunicorn_cmd_args_fill_what_is_not_given(capsys):
     command, _, out = plan(capsys, "--threads", "2", env={"GUNICORN_CMD_ARGS": "--bind 0.0.0.0:8000 -w 3 --timeout 60"})
-    assert command[-3:] == ["--threads", "2", "lowkiq.webui:create_app()"]
+    assert command[-3:] == ["--threads", "2", "lowkiq.webui:served_app()"]
     assert "--bind" not in command and "--workers" not in command
     assert out[0] == "lowkiq console: http://0.0.0.0:8000/  (3 workers x 2 threads)"
     command, _, _ = plan(capsys, "--bind", "127.0.0.1:9000", env={"GUNICORN_CMD_ARGS": "--bind 0.0.0.0:8000"})
@@ -156,3 +156,19 @@ def test_an_app_on_its_embedded_redis(tmp_path):
         assert redis.Redis(unix_socket_path=str(app_dir / ".lowkiq" / "redis.sock")).ping()
     finally:
         connection.stop_embedded(app_dir / ".lowkiq")
+
+
+def test_the_served_app_takes_what_start_up_built_out_of_garbage_collections(redis_url):
+    import gc
+
+    from lowkiq.webui import create_app, served_app
+
+    gc.unfreeze()
+    create_app(environ={"LOWKIQ_REDIS_URL": redis_url})
+    assert gc.get_freeze_count() == 0  # create_app leaves the collector alone
+    try:
+        app = served_app(environ={"LOWKIQ_REDIS_URL": redis_url})
+        assert gc.get_freeze_count() > 1000
+        assert app.test_client().get("/api/v1/stats").status_code == 200
+    finally:
+        gc.unfreeze()

@@ -7,7 +7,9 @@ Mount it in any Flask app (it uses that process's ``lowkiq.configure``)::
 
 or run it alone::
 
-    gunicorn "lowkiq.webui:create_app()"
+    gunicorn "lowkiq.webui:served_app()"
+
+(``create_app()`` builds the same app without touching the process's garbage collector.)
 """
 
 from . import (  # noqa: F401 - they register their routes on the blueprint
@@ -20,7 +22,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     stale,
     views,
 )
-from .app import create_app
+from .app import create_app, served_app
 from .blueprint import bp as blueprint
 
-__all__ = ["blueprint", "create_app"]
+__all__ = ["blueprint", "create_app", "served_app"]

@@ -1,4 +1,4 @@
-"""The standalone console: ``gunicorn "lowkiq.webui:create_app()"``, configured from the environment.
+"""The standalone console: ``gunicorn "lowkiq.webui:served_app()"``, configured from the environment.
 
 - ``LOWKIQ_REDIS_URL`` / ``REDIS_URL``: the Redis to watch (else the embedded one in ./.lowkiq/)
 - ``LOWKIQ_APP=path/to/app.py``: run the app file and use its ``lowkiq.configure`` (workers,
@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -69,4 +70,22 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
     def not_allowed(error: HTTPException) -> Any:
         return error_response(405, f"{request.method} is not allowed on {request.path}")
 
+    return app
+
+
+def served_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Flask:
+    """``create_app()`` for a process that serves the console and nothing else (``lowkiq web``, gunicorn).
+
+    It also takes what start-up built (modules, the app, its templates) out of the garbage
+    collector's full collections (``gc.freeze``). Otherwise every few dozen requests one of them
+    walks all of it, about 15 ms on a 2-core machine: the stats endpoint's p99 was five times its
+    p50 for that alone. Not for a process that builds apps again and again (tests): what it held
+    when frozen is never collected.
+
+    Example::
+
+        gunicorn -w 2 --threads 4 -b 127.0.0.1:8000 "lowkiq.webui:served_app()"
+    """
+    app = create_app(config, environ)
+    gc.freeze()
     return app
