@@ -84,14 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     print("producing order updates and e-mails; Ctrl-C stops everything", flush=True)
 
     stop = threading.Event()
+    # Handlers of its own for both: a shell that starts the demo in the background hands it
+    # SIGINT ignored, and Python then never turns Ctrl-C (or kill -INT) into KeyboardInterrupt.
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     producer = threading.Thread(target=produce, args=(stop, args.rate), name="producer", daemon=True)
     producer.start()
-    try:
-        while not stop.is_set() and all(p.poll() is None for _, p in children):
-            stop.wait(0.5)
-    except KeyboardInterrupt:
-        pass
+    while not stop.is_set() and all(p.poll() is None for _, p in children):
+        stop.wait(0.5)
     stop.set()
     producer.join(5)
     for _, p in children:

@@ -38,8 +38,10 @@ def test_demo_processes_jobs_fills_the_morgue_serves_the_console_and_logs_little
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("LOWKIQ_REDIS_URL", "REDIS_URL", "LOWKIQ_EMBEDDED_DIR")}
     with open(log_path, "w") as log:
+        # Started as a shell starts a background job, SIGINT ignored: Ctrl-C's signal must stop it all the same.
         demo = subprocess.Popen([str(Path(sys.executable).parent / "lowkiq-demo"), "--port", str(port), "--rate", "400",
-                                 "--report-every", "2"], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+                                 "--report-every", "2"], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         queues = None
         deadline = time.monotonic() + 60
@@ -62,7 +64,11 @@ def test_demo_processes_jobs_fills_the_morgue_serves_the_console_and_logs_little
             time.sleep(0.5)
     finally:
         demo.send_signal(signal.SIGINT)
-        demo.wait(60)
+        try:
+            demo.wait(60)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            raise
     out = log_path.read_text()
     assert demo.returncode == 0, out
     assert "demo stopped" in out
