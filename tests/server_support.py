@@ -84,9 +84,9 @@ def records(tmp: Path, kind: str | None = None) -> list[dict[str, Any]]:
     out = []
     folder = tmp / "records"
     for file in folder.glob("*.jsonl") if folder.exists() else []:
-        for line in file.read_text().splitlines():
-            if line.strip():
-                out.append(json.loads(line))
+        # Only whole lines: a line still being written (or cut short by kill -9) has no newline yet.
+        *whole, _unfinished = file.read_text().split("\n")
+        out.extend(json.loads(line) for line in whole if line.strip())
     out.sort(key=lambda r: r["t"])
     return [r for r in out if kind is None or r["kind"] == kind]
 

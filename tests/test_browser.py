@@ -13,7 +13,7 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -35,20 +35,31 @@ def covered_by(r, pids: set[int], shards: int) -> bool:
     return set(held) == pids and sorted(s for part in held.values() for s in part) == list(range(shards))
 
 
+def wait_covered(r, parent, pids: set[int], shards: int, timeout: float) -> None:
+    """Until exactly ``pids`` serve every shard once; on a timeout, says who served what and shows the log."""
+    try:
+        wait_until(lambda: covered_by(r, pids, shards), timeout=timeout)
+    except AssertionError:
+        tail = "\n".join(parent.log().splitlines()[-80:])
+        raise AssertionError(f"children {sorted(pids)} never served the {shards} shards exactly once; "
+                             f"live members serve {serving(r)}\n{tail}") from None
+
+
 def test_two_processes_share_the_shards_survive_a_kill_9_and_stop_on_term(versions, r, redis_url, tmp_path):  # noqa: F811
     parent = start_server(tmp_path, redis_url, "--processes", "2", "--threads", "2", app=APP, env=FAST)
+    producer = Producer(versions, every=0.005)
     try:
         wait_until(lambda: len(children(parent.pid)) == 2, timeout=15)
         first = children(parent.pid)
-        wait_until(lambda: covered_by(r, first, versions.shards_count), timeout=20)
+        wait_covered(r, parent, first, versions.shards_count, timeout=20)
         assert parent.pid not in serving(r)  # the parent serves nothing itself
-        producer = Producer(versions, every=0.005).start()
+        producer.start()
         time.sleep(1)
         victim = min(first)
         psutil.Process(victim).send_signal(signal.SIGKILL)
         wait_until(lambda: len(children(parent.pid)) == 2 and victim not in children(parent.pid), timeout=15)
         second = children(parent.pid)
-        wait_until(lambda: covered_by(r, second, versions.shards_count), timeout=20)
+        wait_covered(r, parent, second, versions.shards_count, timeout=20)
         assert "exited with signal SIGKILL" in parent.log() and "restarting it in 1 s" in parent.log()
         enqueued = producer.stop()
         drain(r, versions, enqueued, tmp_path)
@@ -63,6 +74,7 @@ def test_two_processes_share_the_shards_survive_a_kill_9_and_stop_on_term(versio
                        for pid in second)
         assert membership.live(r) == []  # every child left the membership
     finally:
+        producer.stop()
         parent.kill()
 
 

@@ -6,7 +6,7 @@ import contextlib
 import signal
 import threading
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

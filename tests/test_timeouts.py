@@ -9,7 +9,8 @@ import os
 import signal
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pytest
 import redis
