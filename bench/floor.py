@@ -18,6 +18,7 @@ own work, so the floor bounds it from above on the same machine.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -71,3 +72,28 @@ def _once(url: str, *, threads: int, calls: int, mode: str) -> float:
     for w in workers:
         w.join()
     return rounds * depth * threads / (time.perf_counter() - started)
+
+
+def round_trip_cpu(url: str, calls: int = 20_000) -> dict[str, float]:
+    """CPU per round trip on a bare socket, one no-op EVALSHA at a time: the client's (this process,
+    mostly the send and receive system calls) and Redis's (its event loop, reading, replying).
+    A drain at batch_size 1 makes one round trip per job, so neither side can spend less per job."""
+    client = redis.Redis.from_url(url)
+    sha = client.script_load(NOOP).encode()
+    host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
+    command = b"*3\r\n" + _bulk(b"EVALSHA") + _bulk(sha) + _bulk(b"0")
+    with socket.create_connection((host, port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def redis_cpu() -> float:
+            info = client.info("cpu")
+            return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+        redis_before, cpu_before, wall_before = redis_cpu(), time.process_time(), time.perf_counter()
+        for _ in range(calls):
+            sock.sendall(command)
+            sock.recv(65536)
+        wall, cpu = time.perf_counter() - wall_before, time.process_time() - cpu_before
+        redis_used = redis_cpu() - redis_before
+    client.close()
+    return {"client_cpu_us": cpu / calls * 1e6, "redis_cpu_us": redis_used / calls * 1e6, "wall_us": wall / calls * 1e6}

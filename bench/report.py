@@ -13,7 +13,8 @@ import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from . import ROOT
 from .common import ItemResult, Row
@@ -92,7 +93,7 @@ def write(path: Path, items: Sequence[tuple[ItemResult, dict[str, Any]]], machin
         f"- Redis {machine['redis']} (system `redis-server`, private instance, `--save \"\" --appendonly no`, "
         f"loopback TCP); Python {machine['python']}.",
         f"- Packages: {machine['packages']}.",
-        "- Timings are medians of the runs listed in parentheses; targets are issue 5's.",
+        "- Timings are medians of the runs listed in parentheses; targets are issue 5's, and issue 14's where it raised them (enqueue, CPU per job, memory, merging, item 11).",
         "",
         "## Targets",
         "",

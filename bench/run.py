@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from . import machine, report
 from .common import FULL, SMOKE, ItemResult, Sizes

@@ -98,13 +98,13 @@ def _stats_latency(url: str, requests: int) -> tuple[float, float]:
     """p50 and p99 of api/v1/stats, in-process, for 50 workers × 24 shards (item 6's shape, empty queues)."""
     from lowkiq import registry
     from lowkiq.transport import Transport
-    from lowkiq.webui import create_app
+    from lowkiq.webui import served_app
 
     workers = [type(f"StatsWorker{n:02d}", (lowkiq.Worker,), {"shards_count": 24}) for n in range(50)]
     transport = Transport(url, pool_size=2, timeout=5)
     registry.register(transport, workers)
     transport.close()
-    client = create_app(environ={"LOWKIQ_REDIS_URL": url}).test_client()
+    client = served_app(environ={"LOWKIQ_REDIS_URL": url}).test_client()  # as `lowkiq web` builds it
     times = []
     for n in range(requests + 5):
         started = time.perf_counter()

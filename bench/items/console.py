@@ -5,7 +5,7 @@ for the queued jobs; for the dead ones, enqueue, take them into processing
 (``Queue.ack_and_take``), fail them once (``Queue.fail``) and move every
 failed job to the morgue (``Actions.kill_failed``), as an operator would.
 The console is measured in-process (Flask's test client: the app and Redis,
-no HTTP) and over HTTP through ``gunicorn "lowkiq.webui:create_app()"``
+no HTTP) and over HTTP through ``gunicorn "lowkiq.webui:served_app()"``
 (one sync worker, a new connection per request, as a browser without
 keep-alive would see it).
 """
@@ -24,7 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import lowkiq
 import redis
@@ -239,9 +239,10 @@ Get = Callable[[str], tuple[int, bytes]]
 
 class _InProcess:
     def __init__(self, url: str) -> None:
-        from lowkiq.webui import create_app
+        from lowkiq.webui import served_app
 
-        self.app = create_app(environ={"LOWKIQ_REDIS_URL": url})
+        # as `lowkiq web` builds it; the objects the bench made before stay out of collections too
+        self.app = served_app(environ={"LOWKIQ_REDIS_URL": url})
         self.client = self.app.test_client()
 
     def __call__(self, path: str) -> tuple[int, bytes]:
@@ -261,7 +262,7 @@ class _Gunicorn:
         env.pop("REDIS_URL", None)
         # cwd elsewhere: gunicorn puts its cwd on sys.path, and the repository's lowkiq/ lacks webui/.
         self.process = subprocess.Popen([str(binary), "-w", "1", "-b", f"127.0.0.1:{self.port}", "--log-level",
-                                         "warning", "lowkiq.webui:create_app()"], env=env, cwd=tempfile.gettempdir(),
+                                         "warning", "lowkiq.webui:served_app()"], env=env, cwd=tempfile.gettempdir(),
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:

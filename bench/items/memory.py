@@ -57,10 +57,14 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         merged = _merged(redis_server.client(), redis_server.url, sizes)
     for label, fp, rss in (("single payload", *single), ("100 payloads per id" if not sizes.smoke else
                                                        f"{sizes.merge_versions} payloads per id", *merged)):
-        ok = None if sizes.smoke else fp.per_job <= fp.target
+        # a single-payload job has its own, flat target (issue 14); a merged one is measured against its payloads
+        if fp is single[0]:
+            target, shown = 200.0, "<= 200"
+        else:
+            target, shown = fp.target, f"<= 2×{fp.payload_bytes:.1f}+150 = {fp.target:,.0f}"
+        ok = None if sizes.smoke else fp.per_job <= target
         result.row(f"{label}: {fp.jobs:,} jobs, used_memory", human_bytes(fp.used))
-        result.row(f"{label}: bytes per queued job", f"{fp.per_job:,.0f}",
-                   f"<= 2×{fp.payload_bytes:.1f}+150 = {fp.target:,.0f}", ok)
+        result.row(f"{label}: bytes per queued job", f"{fp.per_job:,.0f}", shown, ok)
         if fp.payloads != fp.jobs:
             result.row(f"{label}: bytes per payload", f"{fp.used / fp.payloads:,.1f}")
         result.row(f"{label}: server peak RSS draining it", human_bytes(rss))
