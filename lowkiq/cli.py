@@ -44,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
         prog="lowkiq",
         description="Run the lowkiq server: ordered background jobs on Redis. Any number of servers may run "
         "the same app: they share the shards through leases in Redis. `lowkiq web --help`: the console; "
-        "`lowkiq stats|servers|jobs|morgue|audit --help`: operate the queues from a shell.",
+        f"`lowkiq {'|'.join(OPS_COMMANDS)} --help`: operate the queues from a shell.",
         epilog="Signals: TERM/INT finish the in-flight batches, hand the shards over and exit (a second one: "
         "exit without waiting for running performs); TTIN dumps every thread's stack to the ttin file (default "
         f"/tmp/lowkiq_ttin.txt) and the log. Environment: {variables}, REDIS_URL. Options given here win over "

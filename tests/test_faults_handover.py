@@ -19,7 +19,7 @@ from lowkiq.assignment import MemberView, ShardId, assign, split_among_threads
 from server_support import records
 from test_leases_faults import drain, holdings, server, settled, stop_all, versions  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
 SHARDS = 12
 THREADS = 2

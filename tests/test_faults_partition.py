@@ -24,7 +24,7 @@ from server_support import records
 from test_leases_faults import (drain, holdings, in_processing, member_of, server, settled, stop_all,  # noqa: F401
                                 versions)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
 LEASE_TTL = 2.0  # test_leases_faults.FAST
 # A shard left by a process that stopped renewing is served again within a lease, a beat, a settle and a take.

@@ -21,7 +21,7 @@ from execution_checks import Producer, check
 from lowkiq import membership
 from server_support import APPS, ServerProcess, queue_empty, records, start_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
 APP = APPS / "versions_app.py"
 # Leases shorter than the defaults so that takeovers fit a test; the same relations as the defaults.

@@ -13,7 +13,7 @@ from lowkiq import membership
 from lowkiq.queue.codec import shard_of
 from server_support import busy_count, ids_per_shard, import_app, performed_ids, queue_empty, records, start_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
 # Shorter leases than the defaults, so that a takeover after kill -9 happens within a test's patience.
 FAST_LEASES = {"LOWKIQ_LEASE_TTL": "2", "LOWKIQ_HEARTBEAT_INTERVAL": "0.3", "LOWKIQ_SETTLE": "0.3"}
