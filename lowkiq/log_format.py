@@ -28,6 +28,28 @@ def fields(**values: Any) -> dict[str, Any]:
     return {"lowkiq": values}
 
 
+def visible(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\r``, ``\\x1b``): a job's error or payload
+    must not forge log lines, nor move the cursor or recolour an operator's terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+class TextFormatter(logging.Formatter):
+    """``TEXT_FORMAT``; a line about a batch or a shard (one with fields) stays one line whatever
+    its error text holds. A traceback still follows on its own lines, and so does a message that
+    is many lines by design (the thread dump)."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        if hasattr(record, "lowkiq"):
+            record.message = visible(record.message)  # format() sets it afresh for each handler
+        return super().formatMessage(record)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: time (UTC, ISO 8601), level, logger, thread, message, the record's
     fields, and the exception's traceback when there is one."""
@@ -54,5 +76,5 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(level: str, form: str) -> None:
     """The server's root logging: ``form`` is "text" or "json", on stderr."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if form == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if form == "json" else TextFormatter())
     logging.basicConfig(level=level, handlers=[handler])

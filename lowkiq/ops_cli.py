@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from . import audit
+from .log_format import visible
 from .queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from .transport import TopologyError
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 REDIS_TIMEOUT = 5.0
+MAX_LIMIT = 1000  # as the console's pages and API
 
 
 class OpsError(Exception):
@@ -102,7 +104,12 @@ def main(argv: Sequence[str]) -> int:
         print(f"lowkiq: Redis: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if result is not None:
-        print(json.dumps(result, indent=2, default=str) if args.json else _table(result))
+        try:
+            print(json.dumps(result, indent=2, default=str) if args.json else _table(result), flush=True)
+        except BrokenPipeError:
+            # The reader left (`| head`): say nothing more, and let no flush at exit raise again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     return 0
 
 
@@ -111,12 +118,12 @@ def _console(args: argparse.Namespace) -> Console:
 
     environ = dict(os.environ)
     if args.redis_url:
-        environ["LOWKIQ_REDIS_URL"] = args.redis_url
-        environ.pop("LOWKIQ_APP", None)
+        environ.pop("LOWKIQ_APP", None)  # an app from the environment is not what this command was given
     if args.app:
         environ["LOWKIQ_APP"] = args.app
     try:
-        return standalone_console(environ, redis_timeout=REDIS_TIMEOUT)
+        # --redis-url wins over the app's configure(), as it does for lowkiq -r.
+        return standalone_console(environ, redis_timeout=REDIS_TIMEOUT, redis_url=args.redis_url)
     except (RuntimeError, UnknownWorker) as exc:
         raise OpsError(str(exc)) from exc
 
@@ -131,7 +138,7 @@ def _run(c: Console, args: argparse.Namespace) -> Any:
         if args.command == "servers":
             return servers(c)
         if args.command == "audit":
-            return [entry.as_json() for entry in audit.read(c.client, args.limit)]
+            return [entry.as_json() for entry in audit.read(c.client, _limit(args.limit))]
         if args.command == "jobs" and args.jobs_command == "find":
             return find(c, args.id)
         if args.command == "jobs":
@@ -184,9 +191,7 @@ def find(c: Console, job_id: str) -> dict[str, Any]:
 
 
 def list_jobs(c: Console, args: argparse.Namespace) -> dict[str, Any]:
-    worker, kind, limit = args.worker, args.kind, args.limit
-    if not 1 <= limit <= 1000:
-        raise OpsError(f"--limit must be 1..1000, got {limit}")
+    worker, kind, limit = args.worker, args.kind, _limit(args.limit)
     view = c.worker(worker)
     q = c.queries(view)
     if kind == "busy":
@@ -200,6 +205,12 @@ def list_jobs(c: Console, args: argparse.Namespace) -> dict[str, Any]:
     page = query(shown.order_by, desc=args.desc, min=shown.min or None, max=shown.max or None, limit=limit)
     jobs = [_job(j, kind, worker) for j in page.rows]
     return {"worker": worker, "kind": kind, "jobs": jobs, **_filter_json(shown)}
+
+
+def _limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise OpsError(f"--limit must be 1..{MAX_LIMIT}, got {limit}")
+    return limit
 
 
 def _listing(args: argparse.Namespace, orders: tuple[str, ...], default: str) -> Any:
@@ -246,6 +257,7 @@ def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None
         touched = c.queries(view).morgue_count(shown.order_by, min=shown.min or None, max=shown.max or None)
         scope = f"the dead jobs with {_scope_text(shown)}"
     else:
+        args.ids = list(dict.fromkeys(args.ids))  # an id given twice is one job
         touched = len(c.queries(view).morgue_jobs(args.ids))
         scope = f"{touched:,} of the {len(args.ids):,} ids given (the others are not dead jobs)"
     verb = "requeue" if args.action == "requeue" else "delete"
@@ -255,7 +267,11 @@ def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None
     if not args.yes:
         if not sys.stdin.isatty():
             raise OpsError(f"{verb} {touched:,} dead jobs of {view.name}: add --yes to confirm (stdin is not a terminal)")
-        answer = input(f"{verb} {scope} of {view.name}: {touched:,} jobs. Type yes to go on: ")
+        try:
+            answer = input(f"{verb} {scope} of {view.name}: {touched:,} jobs. Type yes to go on: ")
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: a "no"
+            print(file=sys.stderr)
+            answer = ""
         if answer.strip().lower() != "yes":
             raise OpsError("nothing done")
     actions = c.actions(view)
@@ -293,9 +309,9 @@ def _table(result: Any) -> str:
             lines.append(f"{key}:")
             lines.append(_rows(value) if value else "  (none)")
         elif isinstance(value, dict) and value:
-            lines.append(f"{key}: " + ", ".join(f"{k}: {v}" for k, v in value.items()))
+            lines.append(f"{key}: " + ", ".join(f"{k}: {visible(str(v))}" for k, v in value.items()))
         else:
-            lines.append(f"{key}: {value}")
+            lines.append(f"{key}: {visible(str(value))}")
     return "\n".join(lines)
 
 
@@ -309,6 +325,5 @@ def _rows(rows: list[Any]) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = text.replace("\n", " ")
+    text = visible(value if isinstance(value, str) else json.dumps(value, default=str))
     return text if len(text) <= 60 else text[:57] + "..."

@@ -65,3 +65,20 @@ def test_the_text_format_is_the_default_and_a_bad_format_is_one_line(tmp_path, r
     refused = run_cli(tmp_path, "-r", "app.py", env={"LOWKIQ_LOG_FORMAT": "xml", "LOWKIQ_REDIS_URL": redis_url})
     assert "LOWKIQ_LOG_FORMAT must be one of text, json, got 'xml'" in one_line_error(refused)
     assert "--log-format {text,json}" in run_cli(tmp_path, "--help").stdout
+
+
+def test_a_text_line_about_a_batch_stays_one_line_whatever_its_error_holds():
+    import logging
+
+    from lowkiq.log_format import TextFormatter, fields
+
+    formatter = TextFormatter()
+    forged = "KeyError: \x1b[31mred\x1b[0m\r\n2026-11-25 03:00:00 INFO lowkiq.server: all is well"
+    failure = logging.makeLogRecord({"msg": "%s shard %d: ids %s failed: %s", "args": ("Orders", 3, ["a"], forged),
+                                     "levelname": "ERROR", "name": "lowkiq.server", **fields(error=forged)})
+    line = formatter.format(failure)
+    assert "\n" not in line and "\r" not in line and "\x1b" not in line
+    assert line.endswith("failed: KeyError: \\x1b[31mred\\x1b[0m\\r\\n2026-11-25 03:00:00 INFO lowkiq.server: all is well")
+    # A message that is many lines by design, without fields (the thread dump), keeps its lines.
+    dump = logging.makeLogRecord({"msg": "thread dump:\n%s", "args": ("--- thread a\n  line",), "levelname": "INFO"})
+    assert formatter.format(dump).endswith("thread dump:\n--- thread a\n  line")

@@ -152,3 +152,82 @@ def test_mistakes_are_one_line(tmp_path, redis_url, seeded):
         run_cli(tmp_path, "jobs", "list", "Billing", "--dead", "--limit", "0", "--redis-url", redis_url))
     unreachable = run_cli(tmp_path, "stats", "--redis-url", "redis://127.0.0.1:1/0")
     assert one_line_error(unreachable).startswith("lowkiq: Redis: ")
+
+
+def test_redis_url_wins_over_the_app_s_redis_as_for_lowkiq_r(tmp_path, redis_url, seeded):
+    # The app configures another Redis (a closed port), and so does the environment.
+    (tmp_path / "elsewhere.py").write_text(
+        "import lowkiq\n"
+        "class Billing(lowkiq.Worker):\n    shards_count = 3\n    def perform(self, batch): pass\n"
+        "lowkiq.configure(workers=[Billing], redis_url='redis://127.0.0.1:1/0')\n")
+    elsewhere = {"LOWKIQ_REDIS_URL": "redis://127.0.0.1:1/0"}
+    stats = json.loads(run_cli(tmp_path, "stats", "--app", "elsewhere.py", "--redis-url", redis_url, "--json",
+                               env=elsewhere).stdout)
+    assert stats["redis"] == redis_url and [(w["worker"], w["dead"]) for w in stats["workers"]] == [("Billing", 4)]
+    deleted = run_cli(tmp_path, "morgue", "delete", "Billing", "--ids", "d0", "--yes", "--json", "--app", "elsewhere.py",
+                      "--redis-url", redis_url, env=elsewhere)
+    assert json.loads(deleted.stdout)["touched"] == 1
+    assert not seeded.queries(Billing).morgue_jobs(["d0"])
+    assert not (tmp_path / ".lowkiq").exists()  # no embedded Redis was started on the side
+
+
+def test_an_id_given_twice_is_counted_once(tmp_path, redis_url, seeded):
+    dry = as_json(tmp_path, redis_url, "morgue", "requeue", "Billing", "--ids", "d0", "d0", "d1", "--dry-run")
+    assert dry["would_touch"] == 2
+    assert as_json(tmp_path, redis_url, "morgue", "requeue", "Billing", "--ids", "d0", "d0", "--yes")["touched"] == 1
+    assert as_json(tmp_path, redis_url, "audit", "--limit", "1")[0]["ids"] == ["d0"]
+
+
+def test_the_audit_limit_is_checked(tmp_path, redis_url, seeded):
+    for limit in ("0", "-3", "100000000"):
+        assert "--limit must be 1..1000" in one_line_error(
+            run_cli(tmp_path, "audit", "--limit", limit, "--redis-url", redis_url))
+
+
+def test_errors_with_control_characters_cannot_drive_the_terminal(tmp_path, redis_url, seeded):
+    q = seeded.queue(Mailer)
+    shard = q.shard_of("shared")
+    taken = q.ack_and_take(None, (held_lease(q, shard), 10))
+    forged = b"KeyError: \x1b[2J\x1b[31mred\r\nall is well"
+    q.fail(held_lease(q, shard), [(j.id, time.time() + 3600) for j in taken.jobs], forged, 25)
+    for command in (["jobs", "list", "Mailer", "--queued"], ["jobs", "find", "shared"]):
+        shown = ops(tmp_path, redis_url, *command)
+        assert "\x1b" not in shown and "\r" not in shown and "all is well" in shown
+        assert "\\x1b[2J" in shown
+
+
+def test_ctrl_d_at_the_prompt_does_nothing_and_says_so(tmp_path, redis_url, seeded):
+    import os
+    import subprocess
+
+    from server_support import lowkiq_bin
+
+    controller, terminal = os.openpty()  # stdin is a terminal: the command asks
+    try:
+        process = subprocess.Popen([lowkiq_bin(), "morgue", "delete", "Billing", "--all", "--redis-url", redis_url],
+                                   cwd=tmp_path, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        os.write(controller, b"\x04")  # Ctrl-D
+        out, err = process.communicate(timeout=30)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert "Type yes to go on" in out
+    assert process.returncode == 2 and "Traceback" not in err and err.strip().endswith("lowkiq: nothing done")
+    assert as_json(tmp_path, redis_url, "stats")["workers"][0]["dead"] == 4
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(tmp_path, redis_url, seeded):
+    import os
+    import subprocess
+
+    from server_support import lowkiq_bin
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # `lowkiq stats | true`, with true already gone
+    try:
+        process = subprocess.run([lowkiq_bin(), "stats", "--redis-url", redis_url], cwd=tmp_path, stdout=write_end,
+                                 stderr=subprocess.PIPE, text=True, timeout=30)
+    finally:
+        os.close(write_end)
+    assert process.returncode == 1 and process.stderr == ""

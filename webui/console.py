@@ -103,14 +103,16 @@ class Console:
         self._reader = MetricsReader(client)
 
     @classmethod
-    def from_runtime(cls, runtime: Runtime, *, redis_timeout: float) -> Console:
+    def from_runtime(cls, runtime: Runtime, *, redis_timeout: float, redis_url: str | None = None) -> Console:
         """The console of a configured lowkiq; the registry only if it has no workers.
 
         Its own connections, whose replies may take at most ``redis_timeout`` seconds:
         a page answers 503 within that when Redis hangs, whatever the app's pool_timeout.
+        ``redis_url``, when given, is watched instead of the runtime's Redis.
         """
         configured = [registry.info_of(w) for w in runtime.settings.workers]
-        client = Transport(runtime.redis_url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
+        url = redis_url or runtime.redis_url
+        client = Transport(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
         workers: Callable[[], Known] = (lambda: (configured, [])) if configured else cached_registry(client)
         s = runtime.settings
         return cls(
@@ -120,7 +122,7 @@ class Console:
             load_error=s.load_error,
             clock=runtime.clock,
             source="app" if configured else "registry",
-            redis_label=connection.describe(s.redis_url, connection.embedded_dir(s.workers)),
+            redis_label=connection.describe(redis_url or s.redis_url, connection.embedded_dir(s.workers)),
         )
 
     @classmethod
@@ -249,12 +251,16 @@ def load_app(path: str) -> Runtime:
         raise RuntimeError(f"LOWKIQ_APP={path!r}: {exc}") from exc
 
 
-def standalone_console(environ: dict[str, str], *, redis_timeout: float) -> Console:
-    """The console of ``create_app()``: LOWKIQ_APP, else the registry at the configured Redis."""
+def standalone_console(environ: dict[str, str], *, redis_timeout: float, redis_url: str | None = None) -> Console:
+    """The console of ``create_app()``: LOWKIQ_APP, else the registry at the configured Redis.
+
+    ``redis_url`` is a URL given on a command line: it wins over the app's ``configure()``
+    and the environment, as ``lowkiq -r app.py --redis-url URL`` does.
+    """
     app_file = environ.get("LOWKIQ_APP")
     if app_file:
-        return Console.from_runtime(load_app(app_file), redis_timeout=redis_timeout)
-    url = redis_url_from(None, environ)
+        return Console.from_runtime(load_app(app_file), redis_timeout=redis_timeout, redis_url=redis_url)
+    url = redis_url or redis_url_from(None, environ)
     if url:
         return Console.from_url(url, redis_timeout=redis_timeout)
     return Console.from_url(connection.embedded_url(), redis_timeout=redis_timeout, redis_label=connection.describe(None))
