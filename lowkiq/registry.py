@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from .queue.keys import registry_hash, validate_queue_name
+from .queue import lua
+from .queue.keys import RegistryKeys, registry_hash, validate_queue_name
 from .transport import Transport
 
 if TYPE_CHECKING:
@@ -142,3 +143,8 @@ def known(client: Transport | redis.Redis) -> list[WorkerInfo]:
 def forget(client: Transport | redis.Redis, names: Iterable[str]) -> int:
     names = list(names)
     return client.hdel(registry_hash(), *names) if names else 0
+
+
+def forget_unchanged(client: Transport | redis.Redis, name: str, raw: bytes | str) -> bool:
+    """Forget ``name`` only if its entry is still ``raw`` (as read before deciding to); whether it was."""
+    return bool(lua.run(client, "registry_forget", RegistryKeys(), (name, raw)))

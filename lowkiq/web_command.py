@@ -86,6 +86,7 @@ def plan(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], 
     for name, value in (("workers", args.workers), ("threads", args.threads)):
         if value is not None and value < 1:
             raise WebError(f"--{name} must be at least 1, got {value}")
+    check_console_settings(env)
 
     given = _gunicorn_env_options(env.get("GUNICORN_CMD_ARGS", ""))
     options: list[str] = []
@@ -104,6 +105,21 @@ def plan(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], 
           f"x {threads} {_plural(threads, 'thread')})", flush=True)
     print(f"watching Redis: {watched_redis(env)}", flush=True)
     return [sys.executable, "-m", "gunicorn", *options, APP_SPEC], env
+
+
+def check_console_settings(env: dict[str, str]) -> None:
+    """The console's LOWKIQ_WEB_* settings, parsed as create_app() parses them.
+
+    A bad one is a WebError naming the variable now, before the banner, rather than a
+    traceback from every gunicorn worker that fails to boot.
+    """
+    # Here, not at the top: importing the console loads Flask, which only `lowkiq web` needs.
+    from .webui.settings import SettingError, from_environ
+
+    try:
+        from_environ(env)
+    except SettingError as exc:
+        raise WebError(str(exc)) from None
 
 
 def _gunicorn_env_options(value: str) -> dict[str, str | None]:

@@ -66,3 +66,21 @@ def test_register_refuses_a_worker_whose_fields_were_changed_after_definition(r)
 
 def test_broken_entry_is_a_plain_value():
     assert BrokenEntry("X", "why") == BrokenEntry("X", "why")
+
+
+def test_forget_unchanged_keeps_an_entry_written_since_it_was_read(r, redis_url):
+    from lowkiq.transport import Transport
+
+    registry.register(r, [OrdersWorker])
+    read = r.hget(registry_hash(), "OrdersWorker")
+    time.sleep(0.01)
+    registry.register(r, [OrdersWorker])  # a server started meanwhile: a new registered_at
+    client = Transport(redis_url)  # the console's kind of client
+    try:
+        assert registry.forget_unchanged(client, "OrdersWorker", read) is False
+        assert [w.name for w in registry.known(r)] == ["OrdersWorker"]
+        assert registry.forget_unchanged(client, "OrdersWorker", r.hget(registry_hash(), "OrdersWorker")) is True
+        assert registry.known(r) == []
+        assert registry.forget_unchanged(client, "OrdersWorker", read) is False  # already gone
+    finally:
+        client.close()

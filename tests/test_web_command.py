@@ -85,6 +85,41 @@ def test_usage_errors_are_one_line(capsys, tmp_path):
     assert err.startswith("lowkiq web: ") and "no database" in err and "\n" not in err
 
 
+def test_a_bad_console_setting_stops_it_before_the_banner(capsys, monkeypatch, redis_url):
+    # A free address: should the check ever be skipped, the gunicorn it starts binds nothing in use.
+    argv = ["--redis-url", redis_url, "--bind", f"127.0.0.1:{free_port()}"]
+    monkeypatch.setenv("LOWKIQ_WEB_POLL_INTERVAL", "abc")
+    assert web_command.main(argv) == web_command.EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == ""  # no banner: nothing is served
+    assert err == ("lowkiq web: environment variable LOWKIQ_WEB_POLL_INTERVAL='abc' is not valid: "
+                   "expected a number of seconds, e.g. 1 or 0.5\n")
+    monkeypatch.setenv("LOWKIQ_WEB_POLL_INTERVAL", "5")
+    monkeypatch.setenv("LOWKIQ_WEB_PASSWORD", "")  # set but empty; its value is never shown
+    assert web_command.main(argv) == web_command.EXIT_USAGE
+    assert capsys.readouterr().err == ("lowkiq web: environment variable LOWKIQ_WEB_PASSWORD='' is not valid: "
+                                       "it is set but empty\n")
+    monkeypatch.setenv("LOWKIQ_WEB_PASSWORD", "s3cret")
+    monkeypatch.setenv("LOWKIQ_WEB_STALE_AFTER", "1")
+    assert web_command.main(argv) == web_command.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "LOWKIQ_WEB_STALE_AFTER='1'" in err and "s3cret" not in err
+
+
+def test_a_bad_console_setting_is_one_line_and_exit_2_from_the_command(tmp_path, redis_url):
+    """The real `lowkiq web`: no banner, no gunicorn, no traceback; nothing listens on the address."""
+    port = free_port()
+    env = {**os.environ, "LOWKIQ_WEB_POLL_INTERVAL": "abc"}
+    done = subprocess.run([lowkiq_bin(), "web", "--redis-url", redis_url, "--bind", f"127.0.0.1:{port}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2, done
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == ["lowkiq web: environment variable LOWKIQ_WEB_POLL_INTERVAL='abc' is not "
+                                        "valid: expected a number of seconds, e.g. 1 or 0.5"]
+    with pytest.raises(OSError):
+        get(f"http://127.0.0.1:{port}/")
+
+
 # ---- end to end ------------------------------------------------------------------
 
 

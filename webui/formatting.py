@@ -116,6 +116,11 @@ def first_line(text: str | None, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its first ``limit - 1`` and an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" + ("" if count == 1 else "s")
 

@@ -3,13 +3,16 @@
 A worker renamed or removed from the app stays in the registry forever; the
 dashboard marks it stale after ``LOWKIQ_WEB_STALE_AFTER`` seconds without a
 registration (a server's start, a producer's first enqueue) while no live server
-serves its queue, and offers to forget it. Forgetting a worker whose queue
-still holds jobs is refused: its jobs would vanish from the console.
+serves its queue, and offers to forget it. Forget checks the same rule again,
+on the registry entry as it is now, and refuses a worker that is not stale: a
+live server's worker, once forgotten, would vanish from registry-mode consoles,
+the CLI, metrics and alerts until its processes restart. Forgetting a worker
+whose queue still holds jobs is refused too: its jobs would vanish from the console.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from flask import redirect, url_for
@@ -17,11 +20,26 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from .. import audit, registry
 from ..membership import Member
+from ..queue.keys import QueueKeys, registry_hash
+from ..queue.metrics import MetricsReader
+from ..registry import WorkerInfo
 from .actor import actor
 from .blueprint import bp
 from .console import Console, WorkerView
+from .formatting import duration
 from .state import console, settings
 from .views import FLASH_COOKIE
+
+
+def served_queues(members: Iterable[Member]) -> set[str]:
+    """The queues some live server serves."""
+    return {queue for m in members for queue, _ in m.queues}
+
+
+def is_stale(info: WorkerInfo, served: set[str], now: float, after: float) -> bool:
+    """The one rule, for the dashboard's mark and for forget: no live server serves the worker's queue,
+    and nothing registered it for ``after`` seconds."""
+    return info.queue_name not in served and now - info.registered_at > after
 
 
 def stale_workers(c: Console, rows: Sequence[tuple[WorkerView, Any]], members: Sequence[Member],
@@ -29,27 +47,52 @@ def stale_workers(c: Console, rows: Sequence[tuple[WorkerView, Any]], members: S
     """Names of the stale workers among ``rows``; none for an app-configured console (its code defines them)."""
     if c.source != "registry":
         return set()
-    served = {queue for m in members for queue, _ in m.queues}
+    served = served_queues(members)
     after = settings().stale_after
-    return {view.name for view, _ in rows
-            if view.info.queue_name not in served and now - view.info.registered_at > after}
+    return {view.name for view, _ in rows if is_stale(view.info, served, now, after)}
 
 
 @bp.post("/workers/<worker>/forget")
 def forget(worker: str) -> BaseResponse:
     c = console()
-    view = c.worker(worker)
-    [(_, m)] = c.metrics([view])
-    held = m.length + m.busy + m.morgue_length
-    if held:
-        message = (f"{view.name} was not forgotten: its queue still holds {held:,} jobs "
-                   f"({m.length:,} queued, {m.busy:,} busy, {m.morgue_length:,} dead).")
-    else:
-        forgotten = registry.forget(c.client, [view.name])
-        audit.record(c.client, who=actor(), source="console", action="forget", worker=view.name, count=0,
-                     scope="registry entry")
-        message = f"Forgot worker {view.name}." if forgotten else f"{view.name} was already forgotten."
+    message = _forget(c, c.worker(worker))
     response = redirect(url_for(".dashboard"), code=303)
     response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True,
                         samesite="Strict")
     return response
+
+
+def _forget(c: Console, view: WorkerView) -> str:
+    """Forget a stale worker whose queue is empty; else change nothing and say why (the flash)."""
+    refused = f"{view.name} was not forgotten:"
+    if c.source != "registry":
+        return f"{refused} this console shows the workers its app defines, and those are never stale."
+    # The entry as it is now, not as the console's registry cache last read it: a server may have started.
+    raw = c.client.hget(registry_hash(), view.name)
+    if raw is None:
+        return f"{view.name} was already forgotten."
+    info = registry.parse(view.name, raw)
+    if not isinstance(info, WorkerInfo):
+        return f"{refused} its registry entry changed and cannot be used: {info.problem}"
+    now = c.clock()
+    [m], _, members = MetricsReader(c.client).read_with_members([QueueKeys(info.queue_name, info.shards_count)], now,
+                                                               with_info=False)
+    served = served_queues(members)
+    after = settings().stale_after
+    if not is_stale(info, served, now, after):
+        if info.queue_name in served:
+            serving = sorted({f"{s.host}:{s.pid}" for s in members if info.queue_name in dict(s.queues)})
+            shown = ", ".join(serving[:3]) + (f" and {len(serving) - 3} more" if len(serving) > 3 else "")
+            return f"{refused} it is not stale: a live server serves its queue ({shown})."
+        return (f"{refused} it is not stale: it was registered {duration(now - info.registered_at)} ago, "
+                f"and LOWKIQ_WEB_STALE_AFTER is {duration(after)}.")
+    held = m.length + m.busy + m.morgue_length
+    if held:
+        return (f"{refused} its queue still holds {held:,} jobs "
+                f"({m.length:,} queued, {m.busy:,} busy, {m.morgue_length:,} dead).")
+    # Only the entry just checked: one a server wrote since (it started meanwhile) stays.
+    if not registry.forget_unchanged(c.client, view.name, raw):
+        return f"{refused} its registry entry changed meanwhile (registered again, or forgotten); reload and see."
+    audit.record(c.client, who=actor(), source="console", action="forget", worker=view.name, count=0,
+                 scope="registry entry")
+    return f"Forgot worker {view.name}."

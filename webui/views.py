@@ -21,6 +21,10 @@ from .state import console, state
 
 FLASH_COOKIE = "lowkiq_flash"
 PAGE_SIZES = (25, 50, 100)
+# A flash travels in a cookie, which browsers drop whole past 4 KB: a filter value is cut to this many
+# characters there (the audit log keeps it whole). Even two values of 4-byte characters, each quoted as
+# 16 in the cookie, leave the cookie under 3.5 KB.
+FLASH_FILTER_CHARS = 100
 
 
 # ---- dashboard ------------------------------------------------------------
@@ -146,21 +150,22 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
     touched = c.act_on_matching(view, area, verb, args.order_by, min=args.min or None, max=args.max or None)
-    scope = _filter_text(args)
     audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
-                 count=touched, scope=scope)
+                 count=touched, scope=_filter_text(args))
     kind = "dead job" if area == "morgue" else "queued job"
     jobs = f"{touched:,} {kind}{'' if touched == 1 else 's'}"
-    message = f"{MATCHING_DONE[area, verb].format(jobs=jobs)} ({scope})."
+    message = f"{MATCHING_DONE[area, verb].format(jobs=jobs)} ({_filter_text(args, FLASH_FILTER_CHARS)})."
     response = redirect(back, code=303)
     response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
     return response
 
 
-def _filter_text(args: listing.Listing) -> str:
+def _filter_text(args: listing.Listing, limit: int | None = None) -> str:
+    """The filter for people; each value cut to ``limit`` characters when given."""
     if not (args.min or args.max):
         return "all"
-    return f"{args.order_by} from {args.min or 'the first'} to {args.max or 'the last'}"
+    low, high = (formatting.clip(value, limit) if limit else value for value in (args.min, args.max))
+    return f"{args.order_by} from {low or 'the first'} to {high or 'the last'}"
 
 
 @bp.get("/workers/<worker>/busy")

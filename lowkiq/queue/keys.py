@@ -237,6 +237,14 @@ def registry_hash() -> str:
     return f"{PREFIX}:registry"
 
 
+@dataclass(frozen=True)
+class RegistryKeys:
+    """The registry of workers, for the script that forgets one."""
+
+    def all(self) -> list[str]:
+        return [registry_hash()]
+
+
 def webui_secret_string() -> str:
     """A random key the console signs CSRF tokens with when none is configured,
     shared by every console process (several gunicorn workers) through Redis."""

@@ -55,6 +55,7 @@ NAMES = (
     "audit",
     "pause",
     "history",
+    "registry_forget",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]
