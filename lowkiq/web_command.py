@@ -77,7 +77,8 @@ def plan(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], 
     """The gunicorn command and its environment; prints what it will serve and watch."""
     env = dict(environ)
     if args.redis_url:
-        env["LOWKIQ_REDIS_URL"] = args.redis_url
+        # LOWKIQ_WEB_REDIS_URL wins over the app's configure(), as --redis-url does for lowkiq -r.
+        env["LOWKIQ_REDIS_URL"] = env["LOWKIQ_WEB_REDIS_URL"] = args.redis_url
     if args.app:
         app = Path(args.app)
         if not app.is_file():
@@ -155,6 +156,8 @@ def watched_redis(env: dict[str, str]) -> str:
     With an app file, that is the app's own configuration, so the app is loaded
     here once (an error in it is reported now rather than by every gunicorn worker).
     """
+    if env.get("LOWKIQ_WEB_REDIS_URL"):
+        return connection.describe(env["LOWKIQ_WEB_REDIS_URL"])
     if not env.get("LOWKIQ_APP"):
         return connection.describe(redis_url_from(None, env), connection.embedded_dir(environ=env))
     runtime = _load_app(env)

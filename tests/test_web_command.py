@@ -76,6 +76,18 @@ def test_the_app_is_passed_on_and_its_redis_is_the_one_shown(capsys, tmp_path):
     assert out[1] == f"watching Redis: embedded at {tmp_path / '.lowkiq'}"
 
 
+def test_redis_url_wins_over_the_redis_the_app_configures(capsys, tmp_path, redis_url):
+    (tmp_path / "app.py").write_text(APP.replace("configure(workers=[Invoices])",
+                                                 "configure(workers=[Invoices], redis_url='redis://127.0.0.1:1/0')"))
+    _, env, out = plan(capsys, "--app", str(tmp_path / "app.py"), "--redis-url", redis_url)
+    assert env["LOWKIQ_WEB_REDIS_URL"] == redis_url and out[1] == f"watching Redis: {redis_url}"
+    # What each gunicorn worker builds from that environment watches the given Redis, not the app's.
+    from lowkiq.webui import create_app
+
+    stats = create_app(environ=env).test_client().get("/api/v1/stats")  # the app's Redis (port 1) would be a 503
+    assert stats.status_code == 200 and set(stats.get_json()["by_worker"]) == {"Invoices"}
+
+
 def test_usage_errors_are_one_line(capsys, tmp_path):
     assert web_command.main(["--app", str(tmp_path / "missing.py")]) == 2
     assert capsys.readouterr().err.strip() == f"lowkiq web: {tmp_path / 'missing.py'}: no such file (the app that calls lowkiq.configure(workers=[...]))"

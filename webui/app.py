@@ -1,6 +1,7 @@
 """The standalone console: ``gunicorn "lowkiq.webui:served_app()"``, configured from the environment.
 
 - ``LOWKIQ_REDIS_URL`` / ``REDIS_URL``: the Redis to watch (else the embedded one in ./.lowkiq/)
+- ``LOWKIQ_WEB_REDIS_URL``: the Redis to watch whatever the app configures (``lowkiq web --redis-url``)
 - ``LOWKIQ_APP=path/to/app.py``: run the app file and use its ``lowkiq.configure`` (workers,
   serializers); without it, workers are found in the registry servers and clients keep in Redis
 - the ``LOWKIQ_WEB_*`` settings of ``settings.SETTINGS`` (basic auth, read-only mode, timeouts,
@@ -44,7 +45,8 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
     if state.console_factory is None:
         # Built now so that a bad LOWKIQ_APP or Redis URL stops the boot, not the first request;
         # redis-py connects lazily and per process, so gunicorn --preload forks no live socket.
-        built = standalone_console(env, redis_timeout=current.redis_timeout)
+        built = standalone_console(env, redis_timeout=current.redis_timeout,
+                                   redis_url=env.get("LOWKIQ_WEB_REDIS_URL") or None)
         state.console_factory = lambda: built
     if current.proxies:
         # Behind reverse proxies: the client's address, scheme, host and the path prefix they mount the
