@@ -301,8 +301,11 @@ class Keeper:
             with self.lock:
                 self.leases[shard] = outcome
             self.give(shard, outcome)
-            self.runtime.events.emit("lease_acquired", worker=outcome.shard.worker.__name__, shard=outcome.shard.index,
+            worker = outcome.shard.worker.__name__
+            self.runtime.events.emit("lease_acquired", worker=worker, shard=outcome.shard.index,
                                      epoch=outcome.epoch, restored=outcome.restored, morgued=list(outcome.morgued))
+            if outcome.morgued:  # jobs that crashed their servers crash_limit times: they entered the morgue here
+                self.runtime.events.emit("morgued", worker=worker, shard=outcome.shard.index, ids=list(outcome.morgued))
         if unconfirmed:
             log.warning("keeper: no replica confirmed the grants of %d shards within %.1f s (%s); released, to be "
                         "acquired again", len(unconfirmed), s.replica_wait,
@@ -407,6 +410,7 @@ def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Se
     ``acked`` maps ``id(lease)`` to the ids of its last batch, acknowledged in the same step.
     A refusal only means the lease was lost already: its last batch runs again elsewhere.
     """
+    known_lost = {id(lease) for lease in held if lease.lost}
     for lease in held:
         lease.lost = lease.lost or "released"
     replies = wire.call_many([leases.release_call(lease, acked.get(id(lease), ())) for lease in held], settle=True)
@@ -418,6 +422,9 @@ def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Se
                 raise reply
             log.warning("shard %s: the lease was already lost (%s) when releasing it; its last batch runs "
                         "again on the new owner", lease.shard, refused.reason)
+            if id(lease) not in known_lost:  # found out only now: it still counts as a lease lost
+                events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                            reason=refused.reason)
         else:
             restored += int(reply)
             events.emit("lease_released", worker=lease.shard.worker.__name__, shard=lease.shard.index)

@@ -135,7 +135,8 @@ class ProcessMetrics:
         elif name == "performed" or name == "failed":
             tally = self._tally()
             key = (fields["worker"], name)
-            _observe(tally.durations, key, DURATION_BUCKETS, fields["seconds"])
+            if fields["seconds"] is not None:  # None: perform never ran (its payloads could not be loaded)
+                _observe(tally.durations, key, DURATION_BUCKETS, fields["seconds"])
             tally.jobs[key] = tally.jobs.get(key, 0.0) + len(fields["ids"])
         elif name == "enqueued":
             tally = self._tally()

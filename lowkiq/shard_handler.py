@@ -94,7 +94,7 @@ class ShardHandler:
         payloads stay in Redis) and is re-raised wrapped in StopProcess.
         """
         if taken.error is not None:
-            self.fail(taken, taken.error)
+            self.fail(taken, taken.error, None)  # perform never ran: no duration to report
             return None
         jobs = taken.jobs
         batch = {job.id: [payload for payload, _ in job.payloads] for job in jobs}
@@ -116,7 +116,7 @@ class ShardHandler:
                       self.name, self.shard.index, type(exc).__name__, list(batch),
                       extra=self._fields(list(batch), error_class=type(exc).__name__))
             try:
-                self.fail(taken, exc)
+                self.fail(taken, exc, time.perf_counter() - started)
             except Exception:
                 # The batch stays in processing; whoever holds the lease next restores it.
                 log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch),
@@ -132,8 +132,11 @@ class ShardHandler:
                       _short(list(batch)), seconds * 1000, extra=self._fields(list(batch), seconds=round(seconds, 6)))
         return Ack(self, list(batch))
 
-    def fail(self, taken: Taken, exc: BaseException, seconds: float = 0.0) -> list[MorgueJob]:
-        """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue."""
+    def fail(self, taken: Taken, exc: BaseException, seconds: float | None) -> list[MorgueJob]:
+        """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue.
+
+        ``seconds``: how long perform ran, None when it did not run (a payload could not be loaded).
+        """
         worker = self.worker
         now = self.clock()
         message = self._format_error(exc)

@@ -72,6 +72,30 @@ def test_a_servers_life_is_told_event_by_event(configure):
     assert all(e.at <= time.time() for e in seen)
 
 
+def test_jobs_that_crashed_their_server_too_often_are_told_as_morgued_at_the_takeover(configure):
+    seen = Recorded()
+    runtime = configure(workers=[Sorter], subscribers=[seen], crash_limit=1, **FAST)
+    runtime.clock = time.time
+    Sorter.perform_async([{"id": "bomb"}])
+    q = runtime.queue(Sorter)
+    shard = q.shard_of("bomb")
+    dead = q.acquire(shard, "a-process-that-died", ttl=0.3, crash_limit=1)
+    assert [job.id for job in q.ack_and_take(None, (dead, 10)).jobs] == ["bomb"]
+    time.sleep(0.5)  # its lease expires with the job in processing: the next owner finds a crash
+    server = Server(runtime)
+    thread = run(server)
+    try:
+        wait_until(lambda: seen.named("morgued"))
+    finally:
+        server.shutdown()
+        thread.join(10)
+    [morgued] = seen.named("morgued")
+    assert (morgued["worker"], morgued["shard"], morgued["ids"]) == ("Sorter", shard, ["bomb"])
+    [takeover] = [e for e in seen.named("lease_acquired") if e["shard"] == shard]
+    assert takeover["morgued"] == ["bomb"] and not seen.named("performed")
+    assert runtime.queries(Sorter).morgue_job("bomb") is not None
+
+
 def test_a_subscriber_that_raises_is_logged_once_and_the_work_goes_on(configure, caplog):
     def broken(event: Event) -> None:
         raise RuntimeError("exporter down")

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis_server import free_port
 from server_support import import_app, run_cli, start_server
 from test_cli import one_line_error
+from test_webui_prometheus import readme_metric_names, served_names
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +43,11 @@ def test_performs_failures_the_morgue_and_leases_are_counted(tmp_path, configure
         assert count("lowkiq_lease_takeovers_total", worker="Recorder") == 0
         assert count("lowkiq_outage") == 0
         assert {name.split("_")[0] for name, _ in samples} == {"lowkiq"}  # its own registry: no process_*, python_*
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            served = served_names(reply.read().decode())
+        named = readme_metric_names("A server's own metrics")
+        assert len(named) >= 10 and named <= served, f"the README names metrics a server does not serve: " \
+                                                     f"{sorted(named - served)}"
     finally:
         assert server.stop() == 0
 
@@ -95,3 +101,24 @@ def test_tallies_of_many_threads_add_up_exactly():
     assert found[("lowkiq_batch_size_jobs_bucket", (("le", "1"), ("worker", "W")))] == 4 * 334
     durations = ("lowkiq_perform_duration_seconds_bucket", (("le", "0.005"), ("outcome", "performed"), ("worker", "W")))
     assert found[durations] == 4 * sum(1 for i in range(1000) if i % 10 and 0.002 * (i % 5) <= 0.005)
+
+
+def test_a_batch_that_never_ran_counts_as_failed_without_a_duration():
+    from prometheus_client import generate_latest
+
+    from lowkiq.events import Event
+    from lowkiq.process_metrics import ProcessMetrics
+
+    metrics = ProcessMetrics()
+    # A payload that could not be loaded: perform never ran, so no duration is known.
+    metrics(Event("failed", 0.0, {"worker": "W", "shard": 0, "ids": ["a", "b"], "seconds": None, "error": "x",
+                                  "exception": ValueError("x")}))
+    metrics(Event("failed", 0.0, {"worker": "W", "shard": 0, "ids": ["c"], "seconds": 0.25, "error": "x",
+                                  "exception": ValueError("x")}))
+    found = {(s.name, tuple(sorted(s.labels.items()))): s.value
+             for family in text_string_to_metric_families(generate_latest(metrics.registry).decode())
+             for s in family.samples}
+    failed = (("outcome", "failed"), ("worker", "W"))
+    assert found[("lowkiq_process_jobs_total", failed)] == 3
+    assert found[("lowkiq_perform_duration_seconds_count", failed)] == 1
+    assert found[("lowkiq_perform_duration_seconds_sum", failed)] == 0.25

@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from openapi_spec_validator import validate
 from queue_support import held_lease
+from test_webui_history import seed as seed_history
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 from webui_support import (  # noqa: F401 - fixtures
@@ -208,6 +209,7 @@ def seeded(runtime, clock, r) -> None:
     OrdersWorker.perform_async([{"id": "all3", "payload": "third", "score": 5.5}])
     MailerWorker.perform_async([{"id": "m1", "perform_in": clock() - 5}])
     beat(r, "server-a", {"OrdersWorker": [0, 1], "mailer": [0]})
+    seed_history(r, OrdersWorker.queue_name, clock(), [(0, 0, 0.0), (60, 1, 2.5)])  # one minute of rates
 
 
 def get_paths(spec: Spec) -> list[str]:
@@ -234,6 +236,7 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     assert answers["/api/v1/workers/{worker}/morgue"]["jobs"]
     assert answers["/api/v1/servers"]["servers"][0]["shards"] == {"OrdersWorker": [0, 1], "MailerWorker": [0]}
     assert answers["/api/v1/stats"]["total"]["lag"] > 0
+    assert answers["/api/v1/history"]["total"] and answers["/api/v1/history"]["by_worker"]["OrdersWorker"]
     assert answers[DOC] == spec.doc
 
 
@@ -349,9 +352,18 @@ def test_errors_answer_the_error_schema(client, spec, seeded):
     no_id = call(client, spec, "/api/v1/workers/{worker}/job", id="")
     assert no_id.status_code == 400
     spec.check(no_id, "/api/v1/workers/{worker}/job")
-    audit = client.get(PREFIX + "/api/v1/audit?limit=1001")
-    assert audit.status_code == 400
-    spec.check(audit, "/api/v1/audit")
+    for limit in ("1001", "\u00b2", "-1", ""):
+        audit = client.get(PREFIX + "/api/v1/audit", query_string={"limit": limit})
+        assert audit.status_code == 400, limit
+        spec.check(audit, "/api/v1/audit")
+    history = client.get(PREFIX + "/api/v1/history?hours=5")
+    assert history.status_code == 400
+    spec.check(history, "/api/v1/history")
+    for verb in ("pause", "resume"):
+        ghost_pause = client.post(url(f"/api/v1/workers/{{worker}}/{verb}", worker="Ghost"), data="{}",
+                                  content_type="application/json")
+        assert ghost_pause.status_code == 404
+        spec.check(ghost_pause, f"/api/v1/workers/{{worker}}/{verb}", "post")
 
     action = "/api/v1/workers/{worker}/morgue/requeue"
     for reply, status in [

@@ -298,3 +298,24 @@ def test_a_redis_cluster_scrapes_as_one_redis_does(both: tuple[Runtime, Runtime]
     standalone, clustered = scraped
     assert clustered == standalone
     assert any(name == "lowkiq_busy" and value for (name, _), value in standalone.items())
+
+
+def served_names(text: str) -> set[str]:
+    """The metric names a scrape offers, as PromQL writes them (counters with _total)."""
+    return {f.name + ("_total" if f.type == "counter" else "") for f in text_string_to_metric_families(text)}
+
+
+def readme_metric_names(section: str) -> set[str]:
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    text = readme.split(f"### {section}", 1)[1].split("\n### ", 1)[0]
+    return set(re.findall(r"(?<![/\w])lowkiq_[a-z_]+", text))  # not a file name such as /etc/.../lowkiq_password
+
+
+def test_every_name_the_readme_and_its_alert_rules_use_is_served(seeded: dict[str, str], app: Flask) -> None:
+    app.config["LOWKIQ_WEB_METRICS_PER_SHARD"] = True
+    served = served_names(app.test_client().get("/lowkiq/metrics").get_data(as_text=True))
+    named = readme_metric_names("Prometheus: the console's `metrics` route")
+    assert {"lowkiq_lag_seconds", "lowkiq_paused", "lowkiq_shards_owned"} <= named  # the alert rules' names
+    assert named <= served, f"the README names metrics the console does not serve: {sorted(named - served)}"

@@ -24,6 +24,7 @@ def audit_page() -> Response:
 def api_audit() -> Response:
     """The newest entries, newest first: ``?limit=`` 1..1000 (default 100)."""
     text = request.args.get("limit", "100")
-    if not text.isdigit() or not 1 <= int(text) <= 1000:
+    # isascii: "²" is a digit to str.isdigit, and int() refuses it.
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1000:
         raise BadInput(f"limit must be a whole number from 1 to 1000, got {text[:50]!r}")
     return reply({"entries": [entry.as_json() for entry in audit.read(console().client, int(text))]})

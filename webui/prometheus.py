@@ -43,8 +43,12 @@ QUEUE_GAUGES: tuple[tuple[str, str, Callable[[QueueMetrics], float]], ...] = (
      lambda m: 0 if m.paused is None else 1),
 )
 QUEUE_COUNTERS: tuple[tuple[str, str, Callable[[QueueMetrics], float]], ...] = (
-    ("lowkiq_processed_total", "Ids performed successfully, by every server", lambda m: m.processed),
-    ("lowkiq_failed_total", "Ids whose perform raised, by every server (each retry counts)", lambda m: m.failed),
+    # Read from Redis: they fall (a counter reset to Prometheus) if Redis loses its data or the queue
+    # is laid out again with fewer shards.
+    ("lowkiq_processed_total", "Ids performed successfully, by every server, as counted in Redis",
+     lambda m: m.processed),
+    ("lowkiq_failed_total", "Ids whose perform raised, by every server (each retry counts), as counted in Redis",
+     lambda m: m.failed),
 )
 
 
