@@ -27,7 +27,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from . import signals
+from . import eviction, signals
 from .crash_isolation import CrashIsolation
 from .keeper import Keeper
 from .processor import Processor
@@ -89,6 +89,9 @@ class Server:
         if not s.workers:
             raise NoWorkers("no workers configured: the app must call lowkiq.configure(workers=[...])")
         self.runtime.register(s.workers)
+        evicting = eviction.check(self.runtime.client)
+        if evicting:
+            log.warning("server: %s", eviction.warning(evicting))
         if s.metrics_port:
             from .process_metrics import ProcessMetrics  # only a process that serves metrics loads the client
 

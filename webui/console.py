@@ -211,6 +211,8 @@ def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:
         "used_memory_human": info.get("used_memory_human"),
         "used_memory_peak": info.get("used_memory_peak"),
         "used_memory_peak_human": info.get("used_memory_peak_human"),
+        "maxmemory_policy": info.get("maxmemory_policy"),
+        "evicting": info.get("evicting", {}),
     }
 
 

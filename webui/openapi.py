@@ -262,6 +262,10 @@ SCHEMAS: Json = {
             "used_memory_human": {"type": ["string", "null"]},
             "used_memory_peak": {"type": ["integer", "null"], "minimum": 0, "description": "Bytes."},
             "used_memory_peak_human": {"type": ["string", "null"]},
+            "maxmemory_policy": {"type": ["string", "null"], "description": "Of the first primary."},
+            "evicting": {"type": "object", "additionalProperties": TEXT,
+                         "description": "Primaries whose maxmemory-policy (an allkeys-* one) may delete queued "
+                                        "jobs when Redis is full, by node name; empty when none may."},
         },
         "From Redis INFO (summed over the nodes of a cluster); null when Redis did not say.",
     ),

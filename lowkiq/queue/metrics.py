@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import redis
 
-from .. import membership, pausing
+from .. import eviction, membership, pausing
 from ..membership import Member
 from ..pausing import Pause
 from ..transport import Batch, NodeReply, Transport, as_transport
@@ -220,9 +220,12 @@ def redis_info(nodes: Sequence[NodeReply]) -> dict[str, Any]:
             "used_memory_human": info.get("used_memory_human"),
             "connected_clients": info.get("connected_clients"),
             "uptime_in_seconds": info.get("uptime_in_seconds"),
+            "maxmemory_policy": info.get("maxmemory_policy"),
         }
         for n, info in parsed
     ]
+    summary["evicting"] = {n.name: str(info["maxmemory_policy"]) for n, info in parsed
+                           if info is not None and n.primary and eviction.evicts_jobs(info.get("maxmemory_policy"))}
     return summary
 
 
