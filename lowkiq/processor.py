@@ -142,10 +142,12 @@ class Processor:
 
     def step(self) -> None:
         self.wake.clear()
-        if self.inbox:
-            self._read_inbox()
+        # Recover before handing any shard on: a batch whose write went unanswered may sit in the
+        # processing area of a shard the keeper moves to another thread, which would never restore it.
         if self.recovering:
             self._recover()
+        if self.inbox:
+            self._read_inbox()
         if self.holding and self.pending is None:
             self._let_go()
         if self.isolation.claimed_by_other(self.name):
@@ -183,10 +185,12 @@ class Processor:
             self.scheduler.due(index, self.runtime.clock())  # back at the head of its shard
             return
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
-        if handler.lease.remaining() < self.settings.min_perform_budget:
-            self._renew(handler.lease)
-        self.in_flight = handler.lease
         try:
+            # Within the try: a renewal that fails must still end the crash isolation's claim, or
+            # every other thread of the process would wait for it.
+            if handler.lease.remaining() < self.settings.min_perform_budget:
+                self._renew(handler.lease)
+            self.in_flight = handler.lease
             ack = handler.perform(taken)
         finally:
             self.in_flight = None

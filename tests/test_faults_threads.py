@@ -130,3 +130,60 @@ def test_a_shard_handed_back_that_the_keeper_no_longer_wants_is_released_on_the_
     assert r.hget(lease.keys.lease_hash, "state") == b"released"
     assert served(threads) and shard[1] not in {s for s, _ in served(threads)}
     assert keeper.wire.callers == set(), "the keeper's connection is the keeper thread's alone"
+
+
+def test_a_shard_moved_to_another_thread_while_its_batch_s_outcome_is_unknown_is_restored_first(process, r):
+    """A write's reply was lost (its batch may sit in processing) and the keeper moves the shard to another
+    thread: the batch goes back to the queue before the shard leaves, else it would stay in processing
+    under a lease this process keeps renewing, and a new version of the same id would overwrite it."""
+    keeper, threads = process()
+    keeper.members = [member(keeper.member_id)]
+    keeper.rebalance()
+    read(threads)
+    first = threads[0]
+    handler = first.handlers[0]
+    shard = handler.shard.index
+    job_id = next(f"x{i}" for i in range(1000) if lowkiq.current().queue(Sharded).shard_of(f"x{i}") == shard)
+    Sharded.perform_async([{"id": job_id, "payload": "v1"}])
+    assert [job.id for job in handler.take(None).jobs] == [job_id]  # in processing; then the reply is lost:
+    first.recovering, first.pending = True, None
+    keeper.thread_of[("Sharded", shard)] = 1  # the keeper moves the shard to the other thread
+    first.hand_back(handler.lease, release=False)
+    first.step()
+    keys = handler.lease.keys
+    assert not r.hexists(keys.processing_hash, job_id)
+    assert r.zscore(keys.ids_by_perform_in_zset, job_id) is not None
+    threads[1]._read_inbox()
+    assert shard in [h.shard.index for h in threads[1].handlers] and shard not in [h.shard.index for h in first.handlers]
+
+
+def test_a_renewal_that_fails_before_a_suspect_batch_ends_its_claim(process, r, monkeypatch):
+    """A batch performed alone (it was in flight when a server died) claims the process; if renewing its
+    lease first fails, the claim must end with it, or every other thread would wait for it for ever."""
+    import redis
+
+    from lowkiq.leases import Lease
+
+    keeper, threads = process()
+    keeper.members = [member(keeper.member_id)]
+    keeper.rebalance()
+    read(threads)
+    first = threads[0]
+    handler = first.handlers[0]
+    shard = handler.shard.index
+    job_id = next(f"x{i}" for i in range(1000) if lowkiq.current().queue(Sharded).shard_of(f"x{i}") == shard)
+    Sharded.perform_async([{"id": job_id, "payload": "v1"}])
+    r.hset(handler.lease.keys.crashes_hash, job_id, 1)  # a server died performing it once
+    claims = []
+    claim = first.isolation.claim
+    monkeypatch.setattr(first.isolation, "claim", lambda *args: claims.append(args) or claim(*args))
+    monkeypatch.setattr(Lease, "remaining", lambda lease: 0.0)  # the take's renewal left too little time
+
+    def blip(lease):
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setattr(first, "_renew", blip)
+    with pytest.raises(redis.ConnectionError):
+        first.step()
+    assert claims  # the batch was performed alone...
+    assert not first.isolation.claimed_by_other(threads[1].name)  # ...and its claim ended with the failure
