@@ -97,15 +97,19 @@ def read(client: Any, queues: Sequence[str], minutes: int, now: float, points: i
     step = -(-minutes // points)  # minutes between samples, rounded up
     last = int(now // 60) * 60
     boundaries = [(last - k * step * 60) * 1000 for k in range(minutes // step + 1)]
+    start_ms = (last - minutes * 60) * 1000
     for queue in queues:
         key = HistoryKeys.stream(queue)
-        # The newest entry at or before each boundary: the totals as of then.
+        # The newest entry at or before each boundary: the totals as of then. And the newest entry, and the
+        # oldest of the window: a history younger than one step between boundaries still gives a rate.
         commands += [(key, ("XREVRANGE", key, f"{boundary}-0", "-", "COUNT", 1)) for boundary in boundaries]
+        commands += [(key, ("XREVRANGE", key, "+", "-", "COUNT", 1)), (key, ("XRANGE", key, start_ms, "+", "COUNT", 1))]
     replies = as_transport(client).pipeline_commands(commands)
     out = {}
+    per_queue = len(boundaries) + 2
     for n, queue in enumerate(queues):
         seen: dict[Any, Point] = {}
-        for entries in replies[n * len(boundaries):(n + 1) * len(boundaries)]:
+        for entries in replies[n * per_queue:(n + 1) * per_queue]:
             for entry in entries:
                 seen.setdefault(entry[0], _point(entry))  # a gap repeats an entry: keep it once
         out[queue] = sorted(seen.values(), key=lambda p: p.minute)
@@ -131,12 +135,16 @@ def _point(entry: Any) -> Point:
 
 @dataclass(frozen=True)
 class Minute:
-    """What happened in one minute: jobs processed and failed in it, and the lag at its end."""
+    """Jobs processed and failed per minute over the ``span`` minutes up to ``minute``, and the lag then.
+
+    Over an hour ``span`` is 1; a sampled window's rates cover several minutes each (jobs = rate x span).
+    """
 
     minute: float  # unix time of the minute's start
     processed: float
     failed: float
     lag: float
+    span: float = 1.0
 
 
 def per_minute(points: Sequence[Point]) -> list[Minute]:
@@ -149,7 +157,7 @@ def per_minute(points: Sequence[Point]) -> list[Minute]:
         scale = 60.0 / seconds
         # Totals only go down if someone flushed Redis: count that as zero.
         out.append(Minute(b.minute, max(0, b.processed - a.processed) * scale, max(0, b.failed - a.failed) * scale,
-                          b.lag))
+                          b.lag, seconds / 60))
     return out
 
 
@@ -159,5 +167,6 @@ def combine(series: Iterable[Sequence[Minute]]) -> list[Minute]:
     for minutes in series:
         for m in minutes:
             by_minute.setdefault(m.minute, []).append(m)
-    return [Minute(minute, sum(m.processed for m in ms), sum(m.failed for m in ms), max(m.lag for m in ms))
+    return [Minute(minute, sum(m.processed for m in ms), sum(m.failed for m in ms), max(m.lag for m in ms),
+                   max(m.span for m in ms))
             for minute, ms in sorted(by_minute.items())]

@@ -76,7 +76,7 @@ def test_rates_per_minute_and_queues_combined():
     points = [Point(0, 0, 100, 1, 0.0, 5, 0), Point(60, 60, 160, 4, 2.0, 5, 0), Point(180, 180, 220, 4, 9.0, 5, 1),
               Point(240, 240, 10, 4, 0.0, 0, 0)]
     minutes = history.per_minute(points)
-    assert minutes == [Minute(60, 60.0, 3.0, 2.0), Minute(180, 30.0, 0.0, 9.0), Minute(240, 0.0, 0.0, 0.0)]
+    assert minutes == [Minute(60, 60.0, 3.0, 2.0, 1.0), Minute(180, 30.0, 0.0, 9.0, 2.0), Minute(240, 0.0, 0.0, 0.0, 1.0)]
     combined = history.combine([minutes, [Minute(60, 1.0, 1.0, 7.0)]])
     assert combined[0] == Minute(60, 61.0, 4.0, 7.0) and len(combined) == 3
 

@@ -38,7 +38,7 @@ def test_the_dashboard_draws_the_last_hour_from_redis(client, runtime, r, now):
     panel = page.split('id="history"')[1].split("</section>")[0]
     assert "300 processed" in panel and "6 failed" in panel and "peak 30 s" in panel
     points = re.findall(r'class="line-processed" points="([^"]+)"', panel)[0].split()
-    assert len(points) == 4  # four minutes of rates from five samples
+    assert len(points) == 5  # four minutes of rates from five samples, the first drawn over its whole minute
     lag = re.findall(r'class="line-lag" points="([^"]+)"', panel)[0].split()
     assert float(lag[2].split(",")[1]) < float(lag[1].split(",")[1])  # the highest lag is drawn highest
     assert 'href="/lowkiq/?hours=24"' in panel
@@ -86,3 +86,16 @@ def test_the_dashboard_loads_its_history_after_the_page(client, runtime):
 def test_no_history_says_how_it_fills_in(client, runtime):
     page = client.get("/lowkiq/_history").get_data(as_text=True)
     assert "No history for the last 1 h yet" in page
+
+
+@pytest.mark.parametrize("hours", [6, 24, 48])
+def test_a_longer_window_counts_the_same_jobs_as_the_hour(client, runtime, r, now, hours):
+    """Nine minutes of history, 100 jobs a minute: every window counts the same 800 jobs, although
+    beyond an hour it reads samples a step of several minutes apart."""
+    seed(r, OrdersWorker.queue_name, now, [(100 * i, i, 0.0) for i in range(9)])
+    hour = client.get("/lowkiq/_history?hours=1").get_data(as_text=True)
+    longer = client.get(f"/lowkiq/_history?hours={hours}").get_data(as_text=True)
+    assert "800 processed" in hour and "8 failed" in hour
+    assert "800 processed" in longer and "8 failed" in longer, longer.split('id="history"')[1][:600]
+    rows = client.get(f"/lowkiq/api/v1/history?hours={hours}").get_json()["by_worker"]["OrdersWorker"]
+    assert round(sum(row["processed"] * row["minutes"] for row in rows)) == 800

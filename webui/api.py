@@ -171,7 +171,7 @@ def api_history() -> Response:
     start = now - hours * 3600
 
     def rows(minutes: list[Minute]) -> list[dict[str, float]]:
-        return [{"minute": m.minute, "processed": m.processed, "failed": m.failed, "lag": m.lag}
+        return [{"minute": m.minute, "processed": m.processed, "failed": m.failed, "lag": m.lag, "minutes": m.span}
                 for m in minutes if m.minute >= start]
 
     by_worker = {v.name: rows(per_queue[v.info.queue_name]) for v in views}

@@ -84,14 +84,16 @@ def build(minutes: list[Minute], hours: int, now: float) -> HistoryChart | None:
     peak = max(max(m.processed, m.failed) for m in shown) or 1.0
     peak_lag = max(m.lag for m in shown) or 1.0
 
+    def x(at: float) -> float:
+        return min(max(PADDING + (at - start) / (now - start) * (WIDTH - 2 * PADDING), PADDING), WIDTH - PADDING)
+
     def points(value: Callable[[Minute], float], top: float) -> str:
         coords = []
         for m in shown:
-            x = PADDING + (m.minute - start) / (now - start) * (WIDTH - 2 * PADDING)
             y = HEIGHT - PADDING - value(m) / top * (HEIGHT - 2 * PADDING)
-            coords.append(f"{min(x, WIDTH - PADDING):.1f},{y:.1f}")
-        if len(coords) == 1:  # one minute: draw it as a short flat segment
-            coords.insert(0, f"{PADDING},{coords[0].split(',')[1]}")
+            if not coords:  # the first rate holds over its whole span: a flat segment, not the whole window
+                coords.append(f"{x(m.minute - m.span * 60):.1f},{y:.1f}")
+            coords.append(f"{x(m.minute):.1f},{y:.1f}")
         return " ".join(coords)
 
     return HistoryChart(
@@ -102,6 +104,6 @@ def build(minutes: list[Minute], hours: int, now: float) -> HistoryChart | None:
         lag_points=points(lambda m: m.lag, peak_lag),
         peak=peak,
         peak_lag=peak_lag,
-        processed=sum(m.processed for m in shown),
-        failed=sum(m.failed for m in shown),
+        processed=sum(m.processed * m.span for m in shown),  # rates per minute over their spans: jobs
+        failed=sum(m.failed * m.span for m in shown),
     )

@@ -314,9 +314,12 @@ SCHEMAS: Json = {
     "HistoryMinute": _object(
         {
             "minute": {**UNIX_TIME, "description": "The minute's start."},
-            "processed": {"type": "number", "minimum": 0, "description": "Jobs processed in that minute."},
-            "failed": {"type": "number", "minimum": 0, "description": "Failures in that minute."},
+            "processed": {"type": "number", "minimum": 0, "description": "Jobs processed per minute over the row's "
+                          "minutes (jobs = processed x minutes)."},
+            "failed": {"type": "number", "minimum": 0, "description": "Failures per minute over the row's minutes."},
             "lag": {**SECONDS, "description": "The lag at the minute's sample (in total: the largest)."},
+            "minutes": {"type": "number", "exclusiveMinimum": 0, "description": "The minutes the rates cover, up "
+                        "to ``minute``: about 1 over an hour, more over longer windows, which are sampled."},
         }
     ),
     "History": _object(
