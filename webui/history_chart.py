@@ -88,7 +88,7 @@ def build(minutes: list[Minute], hours: int, now: float) -> HistoryChart | None:
         return min(max(PADDING + (at - start) / (now - start) * (WIDTH - 2 * PADDING), PADDING), WIDTH - PADDING)
 
     def points(value: Callable[[Minute], float], top: float) -> str:
-        coords = []
+        coords: list[str] = []
         for m in shown:
             y = HEIGHT - PADDING - value(m) / top * (HEIGHT - 2 * PADDING)
             if not coords:  # the first rate holds over its whole span: a flat segment, not the whole window
