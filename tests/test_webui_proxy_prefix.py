@@ -7,6 +7,8 @@ import base64
 import html
 import re
 
+import pytest
+
 from webui_support import OrdersWorker, csrf, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
 from lowkiq.webui import create_app
@@ -75,3 +77,37 @@ def test_selected_actions_keep_the_script_name_prefix_the_filter_and_the_tab(run
                        data={"csrf_token": token_of(page), "ids": ["q1"], "next": back}, **behind)
     assert (done.status_code, done.headers["Location"]) == (303, back)
     assert runtime.queries(OrdersWorker).job("q1") is None
+
+
+@pytest.mark.parametrize("action", ["perform_all_now", "kill_failed", "delete_failed"])
+def test_the_worker_s_header_actions_return_to_the_tab_filter_and_page_they_were_pressed_on(runtime, action):
+    make_dead(runtime, OrdersWorker, [{"id": f"d{i}"} for i in range(3)])
+    client = host_app("/lowkiq").test_client()
+    behind = {"base_url": "http://localhost/proxy/"}
+    listing = "/lowkiq/workers/OrdersWorker/morgue?order_by=id&min=d1&max=d2&limit=25"
+    page = client.get(listing, **behind).get_data(as_text=True)
+    form = page.split(f'/workers/OrdersWorker/{action}"')[1].split("</form>")[0]
+    back = html.unescape(re.search(r'name="next" value="([^"]+)"', form).group(1))
+    assert back == "/proxy" + listing
+    done = client.post(f"/lowkiq/workers/OrdersWorker/{action}", data={"csrf_token": token_of(page), "next": back},
+                       **behind)
+    assert (done.status_code, done.headers["Location"]) == (303, back)
+
+
+def test_a_dead_job_deleted_from_its_page_returns_to_the_dead_tab(runtime):
+    make_dead(runtime, OrdersWorker, [{"id": "d1"}])
+    client = host_app("/lowkiq").test_client()
+    page = client.get("/lowkiq/workers/OrdersWorker/job?id=d1").get_data(as_text=True)
+    form = page.split('/workers/OrdersWorker/morgue/delete"')[1].split("</form>")[0]
+    back = html.unescape(re.search(r'name="next" value="([^"]+)"', form).group(1))
+    done = client.post("/lowkiq/workers/OrdersWorker/morgue/delete",
+                       data={"csrf_token": token_of(page), "ids": ["d1"], "next": back})
+    assert (done.status_code, done.headers["Location"]) == (303, "/lowkiq/workers/OrdersWorker/morgue")
+
+
+def test_only_the_page_shown_is_highlighted_in_the_menu(runtime):
+    client = host_app("/lowkiq").test_client()
+    for path, active in (("/lowkiq/", "Dashboard"), ("/lowkiq/servers", "Servers"), ("/lowkiq/audit", "Audit"),
+                         ("/lowkiq/search?id=nothing", None)):
+        menu = client.get(path).get_data(as_text=True).split('class="mainnav"')[1].split("</nav>")[0]
+        assert re.findall(r'class="active"[^>]*>([^<]+)<', menu) == ([active] if active else []), path
