@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 from webui_support import (  # noqa: F401 - fixtures
     XSS,
@@ -87,3 +88,13 @@ def test_the_audit_api_lists_the_newest_first_and_checks_its_limit(client, runti
     for bad in ("0", "1001", "x", "-1"):
         refused = client.get("/lowkiq/api/v1/audit", query_string={"limit": bad})
         assert refused.status_code == 400 and "limit" in refused.get_json()["error"]
+
+
+def test_the_page_gives_each_action_s_absolute_time_and_tells_ids_apart(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": "with space"}, {"id": "two"}])
+    assert client.post("/lowkiq/api/v1/workers/OrdersWorker/morgue/delete", data=json.dumps({"ids": ["with space", "two"]}),
+                       content_type="application/json").get_json() == {"count": 2}
+    page = client.get("/lowkiq/audit").get_data(as_text=True)
+    row = page.split('id="audit"')[1].split("</tr>")[1]
+    assert re.search(r'<time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d', row)  # an incident's timeline needs the time
+    assert "<code>with space</code>, <code>two</code>" in row
