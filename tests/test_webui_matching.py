@@ -13,6 +13,7 @@ from webui_support import (  # noqa: F401 - fixtures
 )
 
 from lowkiq import audit
+from lowkiq.webui import formatting
 
 W = "/lowkiq/workers/OrdersWorker"
 
@@ -66,6 +67,13 @@ def test_time_filters_count_what_they_show(client, runtime, clock):
     page = client.get(W + "/morgue", query_string={"order_by": "updated_at", "min": late_from})
     assert b"Requeue matching (1)" in page.data
     assert runtime.queries(OrdersWorker).morgue_count("updated_at", max=late_from) == 1
+    listing = W + f"/morgue?order_by=updated_at&min={late_from}"
+    done = client.post(W + "/morgue/requeue_matching", data={"csrf_token": csrf(client, listing), "next": listing,
+                                                            "order_by": "updated_at", "min": late_from})
+    assert done.status_code == 303
+    when = formatting.absolute(float(late_from))  # a date people read, and the exact unix time beside it
+    assert f"Requeued 1 dead job (updated_at from {when} ({late_from}) to the last).".encode() in client.get(listing).data
+    assert audit.read(runtime.client)[0].scope == f"updated_at from {when} ({late_from}) to the last"
 
 
 def test_a_long_filter_is_shortened_in_the_flash_and_kept_whole_in_the_audit_log(client, runtime):

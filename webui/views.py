@@ -164,8 +164,15 @@ def _filter_text(args: listing.Listing, limit: int | None = None) -> str:
     """The filter for people; each value cut to ``limit`` characters when given."""
     if not (args.min or args.max):
         return "all"
-    low, high = (formatting.clip(value, limit) if limit else value for value in (args.min, args.max))
+    low, high = (_bound_text(args.order_by, value, limit) for value in (args.min, args.max))
     return f"{args.order_by} from {low or 'the first'} to {high or 'the last'}"
+
+
+def _bound_text(order_by: str, value: str, limit: int | None) -> str:
+    """A filter bound for people: a time as a date (its unix time beside it, exactly), else as given."""
+    if value and order_by in listing.TIME_ORDERS:
+        return f"{formatting.absolute(float(value))} ({value})"
+    return formatting.clip(value, limit) if limit else value
 
 
 @bp.get("/workers/<worker>/busy")
