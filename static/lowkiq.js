@@ -138,50 +138,67 @@
   document.addEventListener("htmx:oobAfterSwap", function (event) { rewrite(event.detail.target); });
 })();
 
-// Filters by a time (perform_in, updated_at) get a date-time picker. The browser's local time is what the
-// operator means: it is sent as unix seconds, so the server's own zone never matters.
+// Filters by a time (perform_in, updated_at) get a date-time picker, to the second. The browser's local time is
+// what the operator means: it is sent as unix seconds, so the server's own zone never matters. A bound the
+// operator did not touch is sent back exactly as it came (a picker cannot show fractions of a second), and a
+// picked Max counts its whole second.
 (function () {
   "use strict";
   function pad(n) { return (n < 10 ? "0" : "") + n; }
   function toLocalInput(seconds) {
-    var d = new Date(seconds * 1000);
+    var d = new Date(Math.floor(seconds) * 1000);
     return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + "T" + pad(d.getHours()) + ":" +
-      pad(d.getMinutes());
+      pad(d.getMinutes()) + ":" + pad(d.getSeconds());
   }
   function isTime(form) {
     var select = form.querySelector("select[name=order_by]");
     var orders = (form.getAttribute("data-time-orders") || "").split(" ");
     return select && orders.indexOf(select.value) >= 0;
   }
-  function arrange(form) {
+  // switched: the operator chose another order; bounds of the other kind (ids, times) mean nothing there.
+  function arrange(form, switched) {
     var time = isTime(form);
     form.querySelectorAll("input[data-bound]").forEach(function (input) {
       if (time && input.type !== "datetime-local") {
-        var number = parseFloat(input.value);
-        var value = input.value && isFinite(number) && /^[0-9.eE+-]+$/.test(input.value) ? toLocalInput(number) : "";
+        var exact = input.value;
+        var number = parseFloat(exact);
+        var value = !switched && exact && isFinite(number) && /^[0-9.eE+-]+$/.test(exact) ? toLocalInput(number) : "";
+        input.value = "";  // a unix time is no valid datetime-local value: cleared before the type changes
         input.type = "datetime-local";
+        input.step = "1";
         input.value = value;
+        input.setAttribute("data-exact", value ? exact : "");
+        input.setAttribute("data-shown", input.value);  // as the browser normalized it (":00" seconds dropped)
       } else if (!time && input.type === "datetime-local") {
         input.type = "text";
         input.value = "";
+        input.removeAttribute("data-exact");
       }
     });
   }
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("form.filters[data-time-orders]").forEach(arrange);
+    document.querySelectorAll("form.filters[data-time-orders]").forEach(function (form) { arrange(form, false); });
   });
   document.addEventListener("change", function (event) {
     var select = event.target;
-    if (select.name === "order_by" && select.form && select.form.hasAttribute("data-time-orders")) arrange(select.form);
+    if (select.name === "order_by" && select.form && select.form.hasAttribute("data-time-orders")) {
+      arrange(select.form, true);
+    }
   });
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (!form.hasAttribute || !form.hasAttribute("data-time-orders")) return;
     form.querySelectorAll("input[data-bound]").forEach(function (input) {
-      if (input.type !== "datetime-local" || !input.value) return;
-      var seconds = new Date(input.value).getTime() / 1000;  // a datetime-local value is read as local time
+      if (input.type !== "datetime-local") return;
+      var value = input.value;
+      var exact = input.getAttribute("data-exact");
       input.type = "text";
-      input.value = String(seconds);
+      if (value && exact && value === input.getAttribute("data-shown")) {
+        input.value = exact;  // untouched: exactly the bound the page was given
+      } else if (value) {
+        var seconds = new Date(value).getTime() / 1000;  // a datetime-local value is read as local time
+        input.value = String(input.name === "max" ? seconds + 0.999 : seconds);
+      }
     });
   }, true);
 })();

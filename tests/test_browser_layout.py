@@ -123,3 +123,24 @@ def test_a_time_filter_uses_a_date_time_picker_in_the_browser_s_zone(chromium, c
     page.wait_for_load_state()
     assert page.locator("td.id").count() == 0
     assert errors == []
+
+
+def test_a_time_bound_left_alone_is_sent_back_exactly_and_a_switch_of_order_clears_the_bounds(
+        chromium, console, seeded):  # noqa: F811
+    page, errors = open_page(chromium)
+    warnings: list[str] = []
+    page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)
+    page.goto(console + "/workers/SlowWorker/enqueued?order_by=perform_in&min=946684800.25&max=4102444800.75")
+    rows = page.locator("td.id").count()
+    assert rows > 0
+    page.select_option("form.filters select[name=desc]", "1")  # only the order changes
+    page.click("form.filters button[type=submit]")
+    page.wait_for_load_state()
+    assert "min=946684800.25" in page.url and "max=4102444800.75" in page.url  # not rounded to a minute
+    assert page.locator("td.id").count() == rows
+    page.select_option("form.filters select[name=order_by]", "id")  # times mean nothing as ids
+    assert page.locator("form.filters input[name=min]").input_value() == ""
+    page.fill("form.filters input[name=min]", "1")
+    page.select_option("form.filters select[name=order_by]", "perform_in")  # nor an id as a time (1970)
+    assert page.locator("form.filters input[name=min]").input_value() == ""
+    assert errors == [] and not [w for w in warnings if "does not conform" in w]
