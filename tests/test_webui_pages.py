@@ -296,3 +296,10 @@ def test_listings_link_to_jobs_by_query_so_any_id_opens(client, runtime):
         assert page.status_code == 200 and 'id="job-morgue"' in page.get_data(as_text=True)
     assert client.get(W + "/job").status_code == 400
     assert client.get(W + "/job?id=missing").status_code == 404
+
+
+def test_a_page_size_from_a_link_is_kept_by_the_filter_form(client, runtime):
+    OrdersWorker.perform_async([{"id": f"q{i}"} for i in range(3)])
+    form = client.get(W + "/enqueued?limit=10").get_data(as_text=True).split('class="filters"')[1].split("</form>")[0]
+    sizes = re.findall(r'<option value="(\d+)"( selected)?>', form.split('name="limit"')[1].split("</select>")[0])
+    assert sizes == [("10", " selected"), ("25", ""), ("50", ""), ("100", "")]
