@@ -92,7 +92,7 @@
   });
 })();
 
-// Absolute times in this browser's zone or in UTC, by the header's toggle, remembered. The server renders
+// Absolute times in the server's zone, in UTC or in this browser's zone, by the header's toggle, remembered. The server renders
 // its own zone (with the offset); elements with data-time (an ISO time) are rewritten, again after swaps.
 (function () {
   "use strict";
@@ -121,15 +121,21 @@
       button.textContent = chosen === "utc" ? "UTC" : chosen === "local" ? "Local time" : "Server time";
       button.setAttribute("aria-label", "Times shown: " + button.textContent + ". Change");
     }
-    if (!chosen) return;
     (root || document).querySelectorAll("[data-time]").forEach(function (element) {
+      // The server's rendering is kept, so that "Server time" can be chosen again.
+      if (!element.hasAttribute("data-server-text")) element.setAttribute("data-server-text", element.textContent);
+      if (chosen !== "utc" && chosen !== "local") {
+        element.textContent = element.getAttribute("data-server-text");
+        return;
+      }
       var when = new Date(element.getAttribute("data-time"));
       if (!isNaN(when.getTime())) element.textContent = format(when, chosen === "utc");
     });
   }
   document.addEventListener("click", function (event) {
     if (!event.target.closest || !event.target.closest("#tz-toggle")) return;
-    var next = zone() === "utc" ? "local" : "utc";
+    // Server time, then UTC, then the browser's zone, then the server's again.
+    var next = {utc: "local", local: "server"}[zone()] || "utc";
     try { window.localStorage.setItem(KEY, next); } catch (e) { /* private mode: this page only */ }
     rewrite();
   });

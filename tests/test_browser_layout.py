@@ -101,6 +101,9 @@ def test_times_switch_between_utc_and_local_and_stay_switched(chromium, console,
     assert page.locator("#tz-toggle").inner_text() == "Local time"
     assert page.locator("[data-time]").first.inner_text().endswith(("-0500", "-0400"))
     assert server_text != page.locator("[data-time]").first.inner_text() or server_text.endswith(("-0500", "-0400"))
+    page.locator("#tz-toggle").click()  # and back to the server's own rendering
+    assert page.locator("#tz-toggle").inner_text() == "Server time"
+    assert page.locator("[data-time]").first.inner_text() == server_text
     assert errors == []
 
 
