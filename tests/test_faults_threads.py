@@ -132,19 +132,25 @@ def test_a_shard_handed_back_that_the_keeper_no_longer_wants_is_released_on_the_
     assert keeper.wire.callers == set(), "the keeper's connection is the keeper thread's alone"
 
 
-def test_a_shard_moved_to_another_thread_while_its_batch_s_outcome_is_unknown_is_restored_first(process, r):
-    """A write's reply was lost (its batch may sit in processing) and the keeper moves the shard to another
-    thread: the batch goes back to the queue before the shard leaves, else it would stay in processing
-    under a lease this process keeps renewing, and a new version of the same id would overwrite it."""
+def serving_one_job(process):
+    """A process alone serving every shard, and a job queued in a shard of its first thread."""
     keeper, threads = process()
     keeper.members = [member(keeper.member_id)]
     keeper.rebalance()
     read(threads)
-    first = threads[0]
-    handler = first.handlers[0]
-    shard = handler.shard.index
-    job_id = next(f"x{i}" for i in range(1000) if lowkiq.current().queue(Sharded).shard_of(f"x{i}") == shard)
+    handler = threads[0].handlers[0]
+    queue = lowkiq.current().queue(Sharded)
+    job_id = next(f"x{i}" for i in range(1000) if queue.shard_of(f"x{i}") == handler.shard.index)
     Sharded.perform_async([{"id": job_id, "payload": "v1"}])
+    return keeper, threads, handler, job_id
+
+
+def test_a_shard_moved_to_another_thread_while_its_batch_s_outcome_is_unknown_is_restored_first(process, r):
+    """A write's reply was lost (its batch may sit in processing) and the keeper moves the shard to another
+    thread: the batch goes back to the queue before the shard leaves, else it would stay in processing
+    under a lease this process keeps renewing, and a new version of the same id would overwrite it."""
+    keeper, threads, handler, job_id = serving_one_job(process)
+    first, shard = threads[0], handler.shard.index
     assert [job.id for job in handler.take(None).jobs] == [job_id]  # in processing; then the reply is lost:
     first.recovering, first.pending = True, None
     keeper.thread_of[("Sharded", shard)] = 1  # the keeper moves the shard to the other thread
@@ -164,15 +170,8 @@ def test_a_renewal_that_fails_before_a_suspect_batch_ends_its_claim(process, r, 
 
     from lowkiq.leases import Lease
 
-    keeper, threads = process()
-    keeper.members = [member(keeper.member_id)]
-    keeper.rebalance()
-    read(threads)
-    first = threads[0]
-    handler = first.handlers[0]
-    shard = handler.shard.index
-    job_id = next(f"x{i}" for i in range(1000) if lowkiq.current().queue(Sharded).shard_of(f"x{i}") == shard)
-    Sharded.perform_async([{"id": job_id, "payload": "v1"}])
+    keeper, threads, handler, job_id = serving_one_job(process)
+    first, shard = threads[0], handler.shard.index
     r.hset(handler.lease.keys.crashes_hash, job_id, 1)  # a server died performing it once
     claims = []
     claim = first.isolation.claim
