@@ -28,11 +28,11 @@ class Actions:
 
     def morgue_requeue(self, ids: Iterable[str]) -> int:
         """Morgue jobs back to the queue: perform_in = now, retry_count = -1, merged with a queued job."""
-        now = self.clock()
+        now = lua.now_arg(self.clock)
         return self._by_ids("morgue_requeue", ids, lambda shard_ids: (now, "ids", *shard_ids), wake=True)
 
     def morgue_requeue_all(self) -> int:
-        return self._every_shard("morgue_requeue", (self.clock(), "all"), wake=True)
+        return self._every_shard("morgue_requeue", (lua.now_arg(self.clock), "all"), wake=True)
 
     def morgue_delete(self, ids: Iterable[str]) -> int:
         return self._by_ids("morgue_delete", ids, lambda shard_ids: ("ids", *shard_ids))
@@ -49,20 +49,20 @@ class Actions:
 
     def perform_all_now(self) -> int:
         """Every job scheduled in the future becomes ready now."""
-        return self._every_shard("perform_all_now", (self.clock(), "all"), wake=True)
+        return self._every_shard("perform_all_now", (lua.now_arg(self.clock), "all"), wake=True)
 
     def perform_now(self, ids: Iterable[str]) -> int:
         """These queued jobs, when scheduled in the future, become ready now."""
-        now = self.clock()
+        now = lua.now_arg(self.clock)
         return self._by_ids("perform_all_now", ids, lambda shard_ids: (now, "ids", *shard_ids), wake=True)
 
     def kill_failed(self) -> int:
         """Every job with retry_count >= 0 goes to the morgue, with all its payloads and its error."""
-        return self._every_shard("kill_failed", (self.clock(), "failed"))
+        return self._every_shard("kill_failed", (lua.now_arg(self.clock), "failed"))
 
     def kill(self, ids: Iterable[str]) -> int:
         """These queued jobs go to the morgue (whatever their retry count), with all their payloads and error."""
-        now = self.clock()
+        now = lua.now_arg(self.clock)
         return self._by_ids("kill_failed", ids, lambda shard_ids: (now, "ids", *shard_ids))
 
     def delete_failed(self) -> int:

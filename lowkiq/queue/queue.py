@@ -171,16 +171,16 @@ class Queue:
         A server thread passes its own ``wire``; without one, a pooled
         connection is borrowed for the call.
         """
-        now = self.clock() if now is None else now
+        stamp = lua.now_arg(self.clock) if now is None else now  # "": the Redis server's clock decides what is due
         same_shard = ack is not None and take is not None and ack[0] is take[0]
         calls: list[tuple[str, Any, tuple[Any, ...]]] = []
         if ack is not None and not same_shard:
             lease, ids = ack
-            calls.append(("ack_and_take", lease.keys, (now, 0, lease.grant, ttl_ms(lease.ttl), thread, *ids)))
+            calls.append(("ack_and_take", lease.keys, (stamp, 0, lease.grant, ttl_ms(lease.ttl), thread, *ids)))
         if take is not None:
             lease, limit = take
             acked = ack[1] if same_shard and ack is not None else ()
-            calls.append(("ack_and_take", lease.keys, (now, limit, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
+            calls.append(("ack_and_take", lease.keys, (stamp, limit, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
         if not calls:
             return None
         sent_at = time.monotonic()
@@ -241,10 +241,12 @@ class Queue:
         Returns the jobs whose oldest payload just entered the morgue, and the
         ids that were not in processing (nothing is ever dropped silently).
         """
+        # With the real clock the script counts each next try from the Redis server's clock.
+        relative = now is None and lua.now_arg(self.clock) == ""
         now = self.clock() if now is None else now
-        args: list[Any] = [now, max_retry_count, error, lease.grant]
+        args: list[Any] = ["" if relative else now, max_retry_count, error, lease.grant]
         for job_id, perform_in in retries:
-            args += (job_id, perform_in)
+            args += (job_id, perform_in - now if relative else perform_in)
         try:
             reply = lua.run(self.client, "fail", lease.keys, args)
         except redis.ResponseError as exc:

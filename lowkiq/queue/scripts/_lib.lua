@@ -192,6 +192,21 @@ local function server_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The Redis server's clock from one TIME: in ms (leases), and in seconds to the microsecond, as
+-- push stamps a job's default perform_in (so a job is due as soon as it was pushed).
+local function server_clock()
+  local t = redis.call('TIME')
+  local seconds, micros = tonumber(t[1]), tonumber(t[2])
+  return seconds * 1000 + math.floor(micros / 1000), seconds + micros / 1000000
+end
+
+-- A script's "now" (unix seconds): '' is the Redis server's clock, which every process shares
+-- whatever its host's clock says; a number is the caller's own clock (a hand-moved one in tests).
+local function clock_now(arg)
+  if arg == '' then return select(2, server_clock()) end
+  return tonumber(arg)
+end
+
 -- Fencing: nil when ``grant`` holds this shard's lease now, else the error reply that
 -- refuses the caller (FENCED: another grant or a release came since; LEASE_EXPIRED: nobody
 -- renewed it in time, so another process may take it over at any moment).

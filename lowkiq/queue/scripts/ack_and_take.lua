@@ -1,12 +1,13 @@
 -- The hot path: acknowledge the shard's finished batch and take its next one, in one step.
 -- Fenced: only the holder of the shard's lease may do it, and doing it renews the lease.
--- ARGV[1] = now, ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
 -- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6..] = ids to acknowledge
 -- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...},
 -- and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
 -- the server performs that batch alone, so that a job that kills it takes no neighbour along).
-local now, limit, grant, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local now_ms = server_ms()
+local limit, grant, ttl = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local now_ms, server_now = server_clock()
+local now = ARGV[1] == '' and server_now or tonumber(ARGV[1])
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 

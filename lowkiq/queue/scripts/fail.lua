@@ -1,15 +1,20 @@
 -- A batch failed: retry each job, or move its oldest payload to the morgue once retries are exhausted.
 -- Fenced: only the holder of the shard's lease may do it.
 -- ARGV[1] = now, ARGV[2] = max_retry_count, ARGV[3] = error, ARGV[4] = grant,
--- ARGV[5..] = id, perform_in of its next try, ...
+-- ARGV[5..] = id, perform_in of its next try, ...; with ARGV[1] = '' (the Redis server's clock), the
+-- seconds from now until its next try instead of a perform_in
 -- Returns {{ids not found in processing}, id, morgued payloads (msgpack), ...}: the second part
 -- for the jobs that reached the morgue. A job missing from processing is reported, never skipped silently.
-local now, max_retry_count, err = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-local refused = refusal(ARGV[4], server_ms())
+local max_retry_count, err = tonumber(ARGV[2]), ARGV[3]
+local now_ms, server_now = server_clock()
+local refused = refusal(ARGV[4], now_ms)
 if refused then return refused end
+local relative = ARGV[1] == ''
+local now = relative and server_now or tonumber(ARGV[1])
 local missing, morgued, failed = {}, { false }, {}
 for i = 5, #ARGV, 2 do
   local id, next_perform_in = ARGV[i], tonumber(ARGV[i + 1])
+  if relative then next_perform_in = now + next_perform_in end
   local record = redis.call('HGET', K_PROCESSING, id)
   if record then
     local retry_count, _, _, payloads = cmsgpack.unpack(record)

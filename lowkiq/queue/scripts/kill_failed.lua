@@ -1,8 +1,8 @@
 -- Move queued jobs to the morgue, all their payloads and their last error: every job that failed at
 -- least once (retry_count >= 0), or the given ids whatever their retry count.
--- ARGV[1] = now, ARGV[2] = 'failed' or 'ids', ARGV[3..] = ids
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = 'failed' or 'ids', ARGV[3..] = ids
 -- Returns the number of jobs moved.
-local now = tonumber(ARGV[1])
+local now = clock_now(ARGV[1])
 local ids
 if ARGV[2] == 'ids' then
   ids = {}

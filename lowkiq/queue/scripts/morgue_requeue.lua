@@ -1,7 +1,7 @@
 -- Move morgue jobs back to the queue (merge rule "requeued": perform_in = now, retry_count = -1).
--- ARGV[1] = now, ARGV[2] = 'ids' or 'all', ARGV[3..] = ids
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = 'ids' or 'all', ARGV[3..] = ids
 -- Returns the number of jobs requeued.
-local now = tonumber(ARGV[1])
+local now = clock_now(ARGV[1])
 local ids = target_ids(ARGV[2], 3, K_M_LEX)
 local moved = {}
 for _, id in ipairs(ids) do

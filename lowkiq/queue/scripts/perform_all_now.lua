@@ -1,7 +1,7 @@
 -- Make jobs scheduled in the future ready now: every one of the shard, or the given ids.
--- ARGV[1] = now, ARGV[2] = 'all' or 'ids', ARGV[3..] = ids
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = 'all' or 'ids', ARGV[3..] = ids
 -- Returns the number of jobs rescheduled.
-local now = ARGV[1]
+local now = clock_now(ARGV[1])
 local later
 if ARGV[2] == 'ids' then
   later = {}
