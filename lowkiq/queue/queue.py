@@ -241,10 +241,11 @@ class Queue:
         Returns the jobs whose oldest payload just entered the morgue, and the
         ids that were not in processing (nothing is ever dropped silently).
         """
-        # With the real clock the script counts each next try from the Redis server's clock.
-        relative = now is None and lua.now_arg(self.clock) == ""
-        now = self.clock() if now is None else now
-        args: list[Any] = ["" if relative else now, max_retry_count, error, lease.grant]
+        stamp = lua.now_arg(self.clock) if now is None else now
+        # "": the script counts each next try from the Redis server's clock, so it is sent as a delay.
+        relative = stamp == ""
+        now = self.clock() if relative else float(stamp)
+        args: list[Any] = [stamp, max_retry_count, error, lease.grant]
         for job_id, perform_in in retries:
             args += (job_id, perform_in - now if relative else perform_in)
         try:

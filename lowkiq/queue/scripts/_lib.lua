@@ -186,25 +186,26 @@ local function target_ids(mode, first, all_zset)
   return ids
 end
 
--- Lease times are Redis server time: the clocks of the processes never have to agree.
-local function server_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
--- The Redis server's clock from one TIME: in ms (leases), and in seconds to the microsecond, as
--- push stamps a job's default perform_in (so a job is due as soon as it was pushed).
+-- The Redis server's clock from one TIME: in ms, and in seconds to the microsecond (a job's default
+-- perform_in, so that a job is due as soon as it was pushed). Lease times are Redis server time
+-- too: the clocks of the processes never have to agree.
 local function server_clock()
   local t = redis.call('TIME')
   local seconds, micros = tonumber(t[1]), tonumber(t[2])
   return seconds * 1000 + math.floor(micros / 1000), seconds + micros / 1000000
 end
 
--- A script's "now" (unix seconds): '' is the Redis server's clock, which every process shares
--- whatever its host's clock says; a number is the caller's own clock (a hand-moved one in tests).
+local function server_ms()
+  return (server_clock())
+end
+
+-- A script's "now" in unix seconds, and the server's in ms (from the same TIME): ARGV's '' is the
+-- Redis server's clock, which every process shares whatever its host's clock says; a number is the
+-- caller's own clock (a hand-moved one in tests).
 local function clock_now(arg)
-  if arg == '' then return select(2, server_clock()) end
-  return tonumber(arg)
+  local now_ms, now = server_clock()
+  if arg ~= '' then now = tonumber(arg) end
+  return now, now_ms
 end
 
 -- Fencing: nil when ``grant`` holds this shard's lease now, else the error reply that

@@ -6,8 +6,7 @@
 -- and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
 -- the server performs that batch alone, so that a job that kills it takes no neighbour along).
 local limit, grant, ttl = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local now_ms, server_now = server_clock()
-local now = ARGV[1] == '' and server_now or tonumber(ARGV[1])
+local now, now_ms = clock_now(ARGV[1])
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 

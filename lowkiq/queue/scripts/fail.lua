@@ -6,11 +6,10 @@
 -- Returns {{ids not found in processing}, id, morgued payloads (msgpack), ...}: the second part
 -- for the jobs that reached the morgue. A job missing from processing is reported, never skipped silently.
 local max_retry_count, err = tonumber(ARGV[2]), ARGV[3]
-local now_ms, server_now = server_clock()
+local now, now_ms = clock_now(ARGV[1])
 local refused = refusal(ARGV[4], now_ms)
 if refused then return refused end
 local relative = ARGV[1] == ''
-local now = relative and server_now or tonumber(ARGV[1])
 local missing, morgued, failed = {}, { false }, {}
 for i = 5, #ARGV, 2 do
   local id, next_perform_in = ARGV[i], tonumber(ARGV[i + 1])

@@ -12,8 +12,7 @@
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns the number of distinct ids written.
 local jobs = cmsgpack.unpack(ARGV[1])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local _, now = server_clock()
 local _, exponent = math.frexp(now)
 local ulp = 2 ^ (exponent - 53)
 local next_default = tonumber(ARGV[2] or 0)
