@@ -22,29 +22,13 @@ def evicts_jobs(policy: str | None) -> bool:
     return bool(policy) and str(policy).startswith("allkeys-")
 
 
-def policy_of(info: Any) -> str | None:
-    """The ``maxmemory_policy`` field of an INFO reply (raw text, or redis-py's parsed dict)."""
-    if isinstance(info, Mapping):
-        value = info.get("maxmemory_policy")
-        return None if value is None else str(value)
-    text = info.decode() if isinstance(info, bytes) else str(info)
-    for line in text.splitlines():
-        if line.startswith("maxmemory_policy:"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
 def evicting_nodes(transport: Any) -> dict[str, str]:
     """Primary name -> its policy, for every primary that may evict jobs; nodes that did not
-    answer (or refuse INFO, as some managed Redis do) are left out."""
-    found = {}
-    for answer in transport.each_node(("INFO", "memory"), replicas=False):
-        if isinstance(answer.reply, BaseException):
-            continue
-        policy = policy_of(answer.reply)
-        if evicts_jobs(policy):
-            found[answer.name] = str(policy)
-    return found
+    answer (or refuse INFO, as some managed Redis do) are left out. Read as the dashboard reads it."""
+    from .queue.metrics import redis_info  # it uses evicts_jobs: imported here, not at the top
+
+    evicting: dict[str, str] = redis_info(transport.each_node(("INFO", "memory"), replicas=False))["evicting"]
+    return evicting
 
 
 def warning(nodes: Mapping[str, str]) -> str:

@@ -140,11 +140,6 @@ def known(client: Transport | redis.Redis) -> list[WorkerInfo]:
     return read(client)[0]
 
 
-def forget(client: Transport | redis.Redis, names: Iterable[str]) -> int:
-    names = list(names)
-    return client.hdel(registry_hash(), *names) if names else 0
-
-
 def forget_unchanged(client: Transport | redis.Redis, name: str, raw: bytes | str) -> bool:
     """Forget ``name`` only if its entry is still ``raw`` (as read before deciding to); whether it was."""
     return bool(lua.run(client, "registry_forget", RegistryKeys(), (name, raw)))

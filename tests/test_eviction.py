@@ -10,7 +10,9 @@ import pytest
 from webui_support import OrdersWorker, app, client, runtime  # noqa: F401 - fixtures
 
 from lowkiq import eviction
+from lowkiq.queue.metrics import redis_info
 from lowkiq.server import Server
+from lowkiq.transport import NodeReply
 
 
 @pytest.fixture
@@ -26,9 +28,13 @@ def policy(r):
 def test_only_policies_that_may_evict_any_key_put_jobs_at_risk():
     assert [p for p in ("noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-ttl",
                         None, "") if eviction.evicts_jobs(p)] == ["allkeys-lru", "allkeys-lfu", "allkeys-random"]
-    assert eviction.policy_of(b"# Memory\r\nused_memory:1\r\nmaxmemory_policy:allkeys-lru\r\n") == "allkeys-lru"
-    assert eviction.policy_of({"maxmemory_policy": "noeviction"}) == "noeviction"
-    assert eviction.policy_of("used_memory:1") is None
+    # As INFO answers, per node: only primaries count, and a node that did not answer is left out.
+    nodes = [NodeReply("a:1", True, b"# Memory\r\nused_memory:1\r\nmaxmemory_policy:allkeys-lru\r\n"),
+             NodeReply("b:1", True, b"maxmemory_policy:noeviction\r\n"),
+             NodeReply("c:1", False, b"maxmemory_policy:allkeys-lfu\r\n"),
+             NodeReply("d:1", True, b"used_memory:1\r\n"),
+             NodeReply("e:1", True, ConnectionError("down"))]
+    assert redis_info(nodes)["evicting"] == {"a:1": "allkeys-lru"}
 
 
 def test_the_dashboard_warns_while_redis_may_evict_jobs(client, runtime, policy, redis_url):  # noqa: F811

@@ -100,7 +100,7 @@ def payload_line(payload: Any) -> str:
             text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError):
             text = repr(payload)
-    return text if len(text) <= SHORT_PAYLOAD else text[: SHORT_PAYLOAD - 1] + "…"
+    return clip(text, SHORT_PAYLOAD)
 
 
 def is_long(payload: Any) -> bool:
@@ -113,7 +113,7 @@ def first_line(text: str | None, limit: int = 120) -> str:
     if not text:
         return ""
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(line, limit)
 
 
 def clip(text: str, limit: int) -> str:
