@@ -5,9 +5,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis_server import RedisServer
 
 import lowkiq
-from redis_server import RedisServer
 
 
 @pytest.fixture(scope="session")

@@ -12,14 +12,14 @@ import sys
 import textwrap
 import time
 import urllib.request
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-
-import lowkiq
 from queue_support import held_lease
 from redis_server import RedisServer, free_port
+
+import lowkiq
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

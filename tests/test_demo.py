@@ -11,7 +11,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

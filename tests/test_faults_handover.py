@@ -11,13 +11,13 @@ from __future__ import annotations
 import time
 
 import pytest
-
-import lowkiq
 from conftest import wait_until
 from execution_checks import Producer, check
-from lowkiq.assignment import MemberView, ShardId, assign, split_among_threads
 from server_support import records
 from test_leases_faults import drain, holdings, server, settled, stop_all, versions  # noqa: F401 (a fixture)
+
+import lowkiq
+from lowkiq.assignment import MemberView, ShardId, assign, split_among_threads
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

@@ -16,13 +16,12 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-
 from conftest import wait_until
 from execution_checks import Producer, check
-from lowkiq.queue.codec import shard_of
 from server_support import records
-from test_leases_faults import (drain, holdings, in_processing, member_of, server, settled, stop_all,  # noqa: F401
-                                versions)
+from test_leases_faults import drain, holdings, in_processing, member_of, server, settled, stop_all, versions  # noqa: F401
+
+from lowkiq.queue.codec import shard_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

@@ -171,7 +171,7 @@ def test_a_renewal_that_fails_before_a_suspect_batch_ends_its_claim(process, r, 
     from lowkiq.leases import Lease
 
     keeper, threads, handler, job_id = serving_one_job(process)
-    first, shard = threads[0], handler.shard.index
+    first = threads[0]
     r.hset(handler.lease.keys.crashes_hash, job_id, 1)  # a server died performing it once
     claims = []
     claim = first.isolation.claim

@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 
 import pytest
+from conftest import wait_until
+from server_support import start_server
 
 import lowkiq
-from conftest import wait_until
 from lowkiq import history
 from lowkiq.history import HistoryKeys, Minute, Point
 from lowkiq.queue.metrics import queue_metrics
-from server_support import start_server
 
 
 class Orders(lowkiq.Worker):

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import msgpack
 import pytest
-
-import lowkiq
 from conftest import wait_until
 from execution_checks import Producer, check
-from lowkiq import membership
 from server_support import APPS, ServerProcess, queue_empty, records, start_server
+
+import lowkiq
+from lowkiq import membership
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import wait_until
 from server_support import records, run_cli, start_server
 from test_cli import one_line_error

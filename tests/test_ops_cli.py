@@ -6,11 +6,11 @@ import json
 import time
 
 import pytest
-
-import lowkiq
 from queue_support import held_lease
 from server_support import run_cli
 from test_cli import one_line_error
+
+import lowkiq
 
 pytestmark = pytest.mark.slow
 

@@ -9,13 +9,13 @@ import time
 
 import psutil
 import pytest
-
 from conftest import wait_until
 from execution_checks import Producer, check
-from lowkiq import membership
 from server_support import APPS, run_cli, start_server
 from test_cli import one_line_error
 from test_leases_faults import FAST, drain, versions  # noqa: F401 - the fixture
+
+from lowkiq import membership
 
 pytestmark = pytest.mark.slow
 

@@ -1,7 +1,6 @@
 """SPEC's retry table, the morgue rule, and restore of processing data."""
 
 import pytest
-
 from queue_support import OrdersWorker, actions, fail, held_lease, queries, queue, queued, take
 
 

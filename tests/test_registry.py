@@ -6,12 +6,11 @@ import json
 import time
 
 import pytest
+from webui_support import OrdersWorker
 
 from lowkiq import registry
 from lowkiq.queue.keys import registry_hash
 from lowkiq.registry import BrokenEntry, WorkerInfo
-from webui_support import OrdersWorker
-
 
 GOOD = json.dumps({"queue_name": "orders", "shards_count": 4})
 

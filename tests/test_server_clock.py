@@ -8,9 +8,9 @@ import time
 
 import pytest
 from conftest import Clock
+from queue_support import OrdersWorker, held_lease, queue, queued
 
 from lowkiq.queue import lua
-from queue_support import OrdersWorker, held_lease, queue, queued
 
 
 @pytest.fixture

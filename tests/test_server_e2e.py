@@ -7,11 +7,11 @@ import signal
 import time
 
 import pytest
-
 from conftest import wait_until
+from server_support import busy_count, ids_per_shard, import_app, performed_ids, queue_empty, records, start_server
+
 from lowkiq import membership
 from lowkiq.queue.codec import shard_of
-from server_support import busy_count, ids_per_shard, import_app, performed_ids, queue_empty, records, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

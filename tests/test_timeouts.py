@@ -8,17 +8,17 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from collections.abc import Iterator
 
 import pytest
 import redis
+from redis_server import RedisServer
+from webui_support import OrdersWorker
 
 import lowkiq
 from lowkiq.webui import create_app
-from redis_server import RedisServer
-from webui_support import OrdersWorker
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from conftest import wait_until
+from server_support import import_app, records, start_server
 
 import lowkiq
-from conftest import wait_until
 from lowkiq.queue.keys import WAKE_CHANNEL
-from server_support import import_app, records, start_server
 
 
 @pytest.fixture
@@ -112,6 +112,7 @@ def test_on_a_cluster_a_push_to_any_primary_wakes_the_idle_server(cluster):
     import threading
 
     from cluster_support import covering_worker
+
     from lowkiq.server import Server
 
     started: dict[str, float] = {}

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis_server import free_port
+from server_support import lowkiq_bin
 
 import lowkiq
 from lowkiq import connection, registry, web_command
-from redis_server import free_port
-from server_support import lowkiq_bin
 
 APP = textwrap.dedent('''
     import lowkiq

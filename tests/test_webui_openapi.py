@@ -13,9 +13,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from openapi_spec_validator import validate
 from queue_support import held_lease
-from test_webui_history import seed as seed_history
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
+from test_webui_history import seed as seed_history
 from webui_support import (  # noqa: F401 - fixtures
     MailerWorker,
     OrdersWorker,

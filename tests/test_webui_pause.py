@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from test_webui_prometheus import beat
 from webui_support import OrdersWorker, app, client, csrf, host_app, runtime  # noqa: F401 - fixtures
 
 from lowkiq import audit, pausing
-from test_webui_prometheus import beat
 
 W = "/lowkiq/workers/OrdersWorker"
 

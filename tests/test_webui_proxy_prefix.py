@@ -8,7 +8,6 @@ import html
 import re
 
 import pytest
-
 from webui_support import OrdersWorker, csrf, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
 from lowkiq.webui import create_app

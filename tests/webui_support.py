@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from queue_support import held_lease
 
 import lowkiq
 from lowkiq.runtime import Runtime
 from lowkiq.webui import blueprint
-from queue_support import held_lease
 
 XSS = "<script>alert(1)</script>"
 
