@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 
+import hiredis
 import redis
 
 NOOP = "return 1"
@@ -97,3 +98,67 @@ def round_trip_cpu(url: str, calls: int = 20_000) -> dict[str, float]:
         redis_used = redis_cpu() - redis_before
     client.close()
     return {"client_cpu_us": cpu / calls * 1e6, "redis_cpu_us": redis_used / calls * 1e6, "wall_us": wall / calls * 1e6}
+
+
+def busy_script(usec: float, loops_per_us: float) -> str:
+    """A Lua script that keeps Redis busy for about ``usec`` µs per call and writes nothing."""
+    return f"local x = 0 for i = 1, {max(0, int(usec * loops_per_us))} do x = x + i end return 1"
+
+
+def calibrate(url: str, calls: int = 2_000) -> float:
+    """Loop iterations of ``busy_script`` per µs of Redis CPU on this machine (INFO commandstats)."""
+    client = redis.Redis.from_url(url)
+    loops = 20_000
+    sha = client.script_load(f"local x = 0 for i = 1, {loops} do x = x + i end return 1")
+    client.config_resetstat()
+    for _ in range(calls):
+        client.evalsha(sha, 0)
+    per_call = float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
+    client.close()
+    return loops / per_call
+
+
+def threads_round_trip_cpu(url: str, *, threads: int = 5, calls: int = 50_000, script_usec: float = 0.0) -> dict[str, float]:
+    """The floor of a server's threads at batch_size 1: ``threads`` threads, each on its own bare socket,
+    one EVALSHA (a shard's 11 keys) per round trip, replies parsed by hiredis, no other work. The script
+    keeps Redis busy ``script_usec`` µs per call, as the hot script does: how long Redis takes changes
+    how often a thread sleeps in ``recv``, and waking costs CPU. Returns the client's CPU per call
+    (this process, all threads), Redis's, and calls per second."""
+    client = redis.Redis.from_url(url)
+    sha = client.script_load(busy_script(script_usec, calibrate(url) if script_usec else 0.0)).encode()
+    host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
+    keys = [f"lowkiq:v1:{{Floor:0}}:key{i}".encode() for i in range(11)]
+    args = [b"EVALSHA", sha, b"11", *keys, b"", b"1"]
+    packed = b"*%d\r\n" % len(args) + b"".join(_bulk(a) for a in args)
+    per_thread = calls // threads
+    barrier = threading.Barrier(threads + 1)
+
+    def work() -> None:
+        with socket.create_connection((host, port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            reader = hiredis.Reader()
+            barrier.wait()
+            for _ in range(per_thread):
+                sock.sendall(packed)
+                reply = False
+                while reply is False:
+                    reader.feed(sock.recv(65536))
+                    reply = reader.gets()
+
+    def redis_cpu() -> float:
+        info = client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    redis_before, cpu_before = redis_cpu(), time.process_time()
+    barrier.wait()
+    wall_before = time.perf_counter()
+    for w in workers:
+        w.join()
+    wall, cpu = time.perf_counter() - wall_before, time.process_time() - cpu_before
+    redis_used = redis_cpu() - redis_before
+    client.close()
+    done = per_thread * threads
+    return {"client_cpu_us": cpu / done * 1e6, "redis_cpu_us": redis_used / done * 1e6, "calls_per_s": done / wall}

@@ -71,6 +71,14 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
         result.row("floor: one round trip on a bare socket (no-op EVALSHA), client CPU, µs",
                    spread([b["client_cpu_us"] for b in bare], "{:.1f}"))
         result.row("floor: the same round trip, Redis CPU, µs", spread([b["redis_cpu_us"] for b in bare], "{:.1f}"))
+        # The same, from five threads at once, with Redis as busy per call as with ack_and_take: the
+        # floor a server's five threads stand on (a blocked recv costs more than a ready one).
+        hot_us = median([a["usec_per_call"] for a in alone])
+        threaded = [floor.threads_round_trip_cpu(redis_server.url, threads=5, calls=min(sizes.jobs, 50_000),
+                                                 script_usec=hot_us) for _ in range(sizes.runs)]
+        result.row(f"floor: 5 threads, a round trip each on a bare socket, a script of {hot_us:.0f} µs "
+                   "(as `ack_and_take`), client CPU per call, µs", spread([t["client_cpu_us"] for t in threaded], "{:.1f}"))
+        result.row("floor: the same, calls/s", f"{median([t['calls_per_s'] for t in threaded]):,.0f}")
         _explain(result, by_scheduler["lag"], "lag, batch_size 1")
         if _wants_profile(result, options):
             _profile(result, redis_server.url, sizes, scheduler="lag", shards_count=5, batch_size=1, tag="item1")
@@ -121,7 +129,10 @@ def _explain(result: ItemResult, runs: list[LowkiqRun], label: str) -> None:
                     "keys through redis-py and nothing else (bench/floor.py, best of 3 tries): `command` is "
                     "`execute_command`, `packed` sends a pre-packed command and reads the reply on the thread's "
                     "connection, `pipelined` sends five scripts per round trip. A batch_size 1 drain is at least "
-                    "one round trip per job plus lowkiq's own work, so `packed` bounds it from above.")
+                    "one round trip per job plus lowkiq's own work, so `packed` bounds it from above. The "
+                    "5-thread bare-socket rows are the client CPU a server's five threads cannot go below at "
+                    "batch_size 1 (one round trip per job, a script as long as the hot one, nothing else): "
+                    "what a drain spends above it is lowkiq's own work per job.")
     result.note(
         f"Per job ({label}, medians): wall {wall:.1f} µs; server process CPU {med('server_cpu_us'):.1f} µs "
         f"(all threads; one GIL, so at most one core of Python); Redis CPU {med('redis_cpu_us'):.1f} µs, "
