@@ -48,6 +48,11 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
             seconds = [r.drain.seconds for r in pinned]
             result.row("drain, lag, Redis on CPU 1 and server on CPU 0, s", spread(seconds))
             result.row("drain, lag, pinned, jobs/s", f"{sizes.jobs / median(seconds):,.0f}")
+            pinned_costs = [cost_breakdown(r) for r in pinned]
+            result.row("server CPU per job during the pinned drain (all threads on one core), µs",
+                       spread([c["server_cpu_us"] for c in pinned_costs], "{:.1f}"))
+            result.row("Redis CPU in scripts per job during the pinned drain, µs",
+                       spread([c["evalsha_us"] * c["evalsha_per_job"] for c in pinned_costs], "{:.1f}"))
         peak = max(r.drain.peak_rss for runs in by_scheduler.values() for r in runs)
         result.row("server peak RSS (VmHWM)", human_bytes(peak))
         calls = max(2_000, sizes.jobs // 2)
