@@ -64,9 +64,14 @@
     var status = document.getElementById("live-status");
     if (failingSince === null) failingSince = new Date();
     if (banner) {
-      banner.textContent = "Live refresh failing since " + failingSince.toLocaleTimeString() + ": " + why +
-        ". The numbers below are from before then.";
+      // The moment is this browser's; the header's toggle shows it in UTC or with its offset like every other time.
+      var since = document.createElement("span");
+      since.setAttribute("data-time", failingSince.toISOString());
+      since.textContent = failingSince.toLocaleTimeString() + " (this browser's clock)";
+      banner.textContent = "Live refresh failing since ";
+      banner.append(since, ": " + why + ". The numbers below are from before then.");
       banner.hidden = false;
+      banner.dispatchEvent(new CustomEvent("lowkiq:times", {bubbles: true}));
     }
     if (live) live.classList.add("stale");
     if (status) status.textContent = "Live: failing";
@@ -142,6 +147,7 @@
   document.addEventListener("DOMContentLoaded", function () { rewrite(); });
   document.addEventListener("htmx:afterSwap", function (event) { rewrite(event.detail.elt); });
   document.addEventListener("htmx:oobAfterSwap", function (event) { rewrite(event.detail.target); });
+  document.addEventListener("lowkiq:times", function (event) { rewrite(event.target); });
 })();
 
 // Filters by a time (perform_in, updated_at) get a date-time picker, to the second. The browser's local time is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,11 +52,15 @@ def test_a_failing_refresh_shows_a_banner_greys_the_numbers_and_clears_when_redi
         tab.goto(console + "/")
         banner = tab.locator("#live-error")
         assert banner.is_hidden()
+        tab.locator("#tz-toggle").click()  # times in UTC: the banner's moment follows the toggle too
+        assert tab.locator("#tz-toggle").inner_text() == "UTC"
 
         redis.process.kill()  # Redis gone: every refresh now answers 503
         redis.process.wait(10)
         banner.wait_for(state="visible", timeout=15_000)
         assert "Live refresh failing since" in banner.inner_text() and "HTTP 503" in banner.inner_text()
+        assert re.search(r"failing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: HTTP 503", banner.inner_text()), \
+            banner.inner_text()
         assert "Redis" in banner.inner_text()
         assert "stale" in (tab.locator("#live").get_attribute("class") or "")
         assert tab.locator("#live-status").inner_text() == "Live: failing"

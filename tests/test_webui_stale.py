@@ -109,8 +109,18 @@ def test_a_worker_registered_again_after_the_page_was_read_is_not_forgotten(redi
     client = create_app(environ={"LOWKIQ_REDIS_URL": redis_url}).test_client()
     assert b">stale<" in client.get("/").data  # the console has now read (and cached) the old entry
     r.hset(registry_hash(), "Back", entry("Back", time.time()))  # a server of it started since
-    assert "Back was not forgotten: it is not stale: it was registered 0." in forget(client, "Back")
+    assert "Back was not forgotten: it is not stale: it was registered now, " in forget(client, "Back")
     assert [w.name for w in registry.known(r)] == ["Back"]
+
+
+def test_a_worker_registered_by_a_host_whose_clock_runs_ahead_is_registered_in_the_future(redis_url, r):
+    """A registration stamped ahead of the console's clock reads as such, never as "ago"."""
+    r.hset(registry_hash(), "Ahead", entry("Ahead", time.time() + 600))
+    client = create_app(environ={"LOWKIQ_REDIS_URL": redis_url}).test_client()
+    shown = forget(client, "Ahead")
+    assert "Ahead was not forgotten: it is not stale: it was registered in 9 min, " in shown or \
+        "Ahead was not forgotten: it is not stale: it was registered in 10 min, " in shown, shown
+    assert [w.name for w in registry.known(r)] == ["Ahead"]
 
 
 def test_a_console_of_an_app_forgets_none_of_its_workers(runtime, r):

@@ -26,7 +26,7 @@ from ..registry import WorkerInfo
 from .actor import actor
 from .blueprint import bp
 from .console import Console, WorkerView
-from .formatting import duration
+from .formatting import duration, relative
 from .state import console, settings
 from .views import FLASH_COOKIE
 
@@ -84,7 +84,8 @@ def _forget(c: Console, view: WorkerView) -> str:
             serving = sorted({f"{s.host}:{s.pid}" for s in members if info.queue_name in dict(s.queues)})
             shown = ", ".join(serving[:3]) + (f" and {len(serving) - 3} more" if len(serving) > 3 else "")
             return f"{refused} it is not stale: a live server serves its queue ({shown})."
-        return (f"{refused} it is not stale: it was registered {duration(now - info.registered_at)} ago, "
+        # relative(): a server whose host clock runs ahead registers "in 5 min", not "5 min ago".
+        return (f"{refused} it is not stale: it was registered {relative(info.registered_at, now)}, "
                 f"and LOWKIQ_WEB_STALE_AFTER is {duration(after)}.")
     held = m.length + m.busy + m.morgue_length
     if held:
