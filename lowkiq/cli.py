@@ -23,6 +23,7 @@ import redis
 from . import __version__, app_file, connection, layout, log_format
 from . import runtime as runtime_module
 from .config import Settings
+from .cpu_pinning import PinningError
 from .errors import LayoutMismatch
 from .options import OPTIONS, Option
 from .runtime import Runtime
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoWorkers as exc:
         print(f"lowkiq: {args.require}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (LayoutMismatch, layout.LayoutChangeRefused, MetricsPortError) as exc:
+    except (LayoutMismatch, layout.LayoutChangeRefused, MetricsPortError, PinningError) as exc:
         print(f"lowkiq: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -137,7 +138,7 @@ def supervise(runtime: Runtime, argv: list[str]) -> int:
         raise CliError("--processes shares the shards through leases between its processes: it does not combine "
                        "with --nodes / --node-number (start each node with --processes instead)")
     runtime.close()  # the children connect on their own
-    argvs = supervisor.child_argvs(argv, s.processes, s.member_name, s.metrics_port)
+    argvs = supervisor.child_argvs(argv, s.processes, s.member_name, s.metrics_port, s.cpus)
     return supervisor.Supervisor(argvs).run()
 
 

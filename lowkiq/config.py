@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import serializers
+from .cpu_pinning import MAX_CPU
 from .middleware import Middleware
 from .options import from_environment
 
@@ -45,6 +46,8 @@ class Settings:
     load_error: serializers.LoadError = serializers.load_error
     # `lowkiq -r` runs this many server processes under one parent (see lowkiq.supervisor)
     processes: int = 1
+    # hold each server process to one CPU of these (the n-th process to the n-th), see lowkiq.cpu_pinning
+    cpus: tuple[int, ...] = ()
     # characters of a failure's traceback stored beside its error (0: none), per job
     traceback_limit: int = 16384
     ttin_file: str = DEFAULT_TTIN_FILE
@@ -84,7 +87,7 @@ def build_settings(options: Mapping[str, Any], environ: Mapping[str, str] | None
     values: dict[str, Any] = from_environment(environ, options)
     values.update(options)
     values["redis_url"] = redis_url_from(options.get("redis_url"), environ)
-    for name in ("workers", "server_middlewares", "client_middlewares", "subscribers"):
+    for name in ("workers", "server_middlewares", "client_middlewares", "subscribers", "cpus"):
         if name in values:
             values[name] = _as_tuple(values[name], name)
     settings = Settings(**values)
@@ -126,6 +129,9 @@ def _validate(settings: Settings) -> None:
     processes = settings.processes
     if isinstance(processes, bool) or not isinstance(processes, int) or not 1 <= processes <= 64:
         raise ValueError(f"processes must be a number of server processes 1..64, got {processes!r}")
+    for cpu in settings.cpus:
+        if isinstance(cpu, bool) or not isinstance(cpu, int) or not 0 <= cpu <= MAX_CPU:
+            raise ValueError(f"cpus must list CPU numbers 0..{MAX_CPU}, got {list(settings.cpus)!r}")
     limit = settings.traceback_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= 1_048_576:
         raise ValueError(f"traceback_limit must be a number of characters 0..1048576 (0: none), got {limit!r}")

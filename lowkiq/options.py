@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .cpu_pinning import cpu_list
+
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
@@ -118,6 +120,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("processes", "LOWKIQ_PROCESSES", integer,
            "server processes to run under one parent, sharing the shards (default 1): more than one core",
            "--processes", metavar="N"),
+    Option("cpus", "LOWKIQ_CPUS", cpu_list,
+           "hold each server process to one CPU of this list (0, 0,2 or 0-3; the n-th process takes the n-th): "
+           "its threads then pass the GIL on one core (default: not held)", "--cpus", metavar="LIST"),
     Option("traceback_limit", "LOWKIQ_TRACEBACK_LIMIT", integer,
            "characters of a failure's traceback kept with each failed job, 0 for none (default 16384)"),
     Option("long_perform", "LOWKIQ_LONG_PERFORM", number, "the console flags performs longer than this (default 300)"),

@@ -28,6 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from . import eviction, signals
+from .cpu_pinning import cpu_of, pin
 from .crash_isolation import CrashIsolation
 from .keeper import Keeper
 from .processor import Processor
@@ -88,6 +89,10 @@ class Server:
         s = self.settings
         if not s.workers:
             raise NoWorkers("no workers configured: the app must call lowkiq.configure(workers=[...])")
+        if s.cpus:
+            # Before the threads start: they inherit it. A supervisor's child gets its own single CPU.
+            pin(cpu_of(s.cpus, 0))
+            log.info("server: held to CPU %d (cpus)", cpu_of(s.cpus, 0))
         self.runtime.register(s.workers)
         evicting = eviction.check(self.runtime.client)
         if evicting:

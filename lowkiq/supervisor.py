@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .cpu_pinning import cpu_of
+
 log = logging.getLogger("lowkiq.server")
 
 EXIT_USAGE = 2
@@ -140,7 +142,8 @@ def _status(code: int) -> str:
     return f"signal {signal.Signals(-code).name}" if code < 0 else f"status {code}"
 
 
-def child_argvs(argv: Sequence[str], processes: int, member_name: str, metrics_port: int) -> list[list[str]]:
+def child_argvs(argv: Sequence[str], processes: int, member_name: str, metrics_port: int,
+                cpus: tuple[int, ...] = ()) -> list[list[str]]:
     """Each child's arguments: the parent's, then what must differ (the last occurrence of a flag wins)."""
     out = []
     for n in range(processes):
@@ -149,5 +152,7 @@ def child_argvs(argv: Sequence[str], processes: int, member_name: str, metrics_p
             extra += ["--member-name", f"{member_name}-{n}"]
         if metrics_port:
             extra += ["--metrics-port", str(metrics_port + n)]
+        if cpus:
+            extra += ["--cpus", str(cpu_of(cpus, n))]
         out.append([*argv, *extra])
     return out

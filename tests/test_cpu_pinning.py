@@ -1,0 +1,93 @@
+"""`--cpus`: each server process, every thread of it, held to one CPU of the list; the n-th process of
+`--processes N` to the n-th CPU; a CPU the process may not use refused at start with one line."""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+import pytest
+from conftest import wait_until
+from server_support import APPS, run_cli, start_server
+from test_cli import one_line_error
+from test_leases_faults import FAST, versions  # noqa: F401 - the fixture
+from test_processes import children
+
+import lowkiq
+from lowkiq import membership
+from lowkiq.config import build_settings
+from lowkiq.cpu_pinning import cpu_list, cpu_of
+
+APP = APPS / "versions_app.py"
+ALLOWED = sorted(os.sched_getaffinity(0))
+
+
+def thread_cpus(pid: int) -> list[set[int]]:
+    """The CPUs each thread of ``pid`` may run on (Linux holds this per thread)."""
+    return [os.sched_getaffinity(t.id) for t in psutil.Process(pid).threads()]
+
+
+def test_a_cpu_list_reads_like_linux_cpusets():
+    assert cpu_list("0") == (0,)
+    assert cpu_list("0-3,6") == (0, 1, 2, 3, 6)
+    assert cpu_list("2,0,2,1-2") == (2, 0, 1)  # in the order given, each once
+    for bad in ("", "a", "1,", " 1", "3-1", "1-", "-1", "0x1", "5000", "1.0"):
+        with pytest.raises(ValueError):
+            cpu_list(bad)
+    assert [cpu_of((4, 6), n) for n in range(5)] == [4, 6, 4, 6, 4]
+
+
+def test_bad_cpus_name_the_setting(tmp_path):
+    with pytest.raises(ValueError, match="LOWKIQ_CPUS"):
+        build_settings({}, {"LOWKIQ_CPUS": "0-"})
+    with pytest.raises(ValueError, match="cpus must list CPU numbers"):
+        lowkiq.configure(workers=[], cpus=[-1], redis_url="redis://127.0.0.1:1/0")
+    with pytest.raises(TypeError, match="cpus must be a list"):
+        lowkiq.configure(workers=[], cpus="0", redis_url="redis://127.0.0.1:1/0")
+    assert build_settings({"cpus": [1, 0]}, {}).cpus == (1, 0)
+    refused = run_cli(tmp_path, "-r", str(APP), "--cpus", "zero")
+    assert "--cpus" in refused.stderr and "expected CPU numbers" in refused.stderr
+    assert refused.returncode == 2
+
+
+@pytest.mark.slow
+def test_a_server_holds_every_thread_to_its_cpu_and_serves(versions, r, redis_url, tmp_path):  # noqa: F811
+    cpu = ALLOWED[-1]
+    server = start_server(tmp_path, redis_url, "--cpus", str(cpu), "--threads", "3", app=APP, env=FAST)
+    try:
+        wait_until(lambda: [m.pid for m in membership.live(r)] == [server.pid], timeout=15)
+        held = thread_cpus(server.pid)
+        assert len(held) >= 5  # the main thread, 3 processors, the keeper, the waker: all of them
+        assert held == [{cpu}] * len(held)
+        assert f"held to CPU {cpu}" in server.log()
+    finally:
+        server.kill()
+
+
+@pytest.mark.slow
+def test_each_process_of_processes_takes_the_next_cpu(versions, r, redis_url, tmp_path):  # noqa: F811
+    cpus = (ALLOWED[0], ALLOWED[-1])
+    parent = start_server(tmp_path, redis_url, "--processes", "2", "--cpus", f"{cpus[0]},{cpus[1]}", app=APP,
+                          env=FAST)
+    try:
+        wait_until(lambda: len(children(parent.pid)) == 2 and len(membership.live(r)) == 2, timeout=20)
+        by_child = {}
+        for pid in children(parent.pid):
+            held = thread_cpus(pid)
+            assert len({frozenset(h) for h in held}) == 1, held  # one CPU for every thread of a child
+            by_child[pid] = held[0]
+        assert sorted(min(h) for h in by_child.values()) == sorted(cpus)
+        assert all(len(h) == 1 for h in by_child.values())
+        assert os.sched_getaffinity(parent.pid) == set(ALLOWED)  # the parent serves nothing: not held
+    finally:
+        parent.kill()
+
+
+def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_url, tmp_path):  # noqa: F811
+    refused = run_cli(tmp_path, "-r", str(APP), "--cpus", "4000", env={"LOWKIQ_REDIS_URL": redis_url, **FAST})
+    assert refused.returncode == 2
+    line = one_line_error(refused)
+    assert "cpus: CPU 4000 is not one this process may run on" in line
+    named = line[line.index("may run on (") + len("may run on ("):line.rindex(")")]
+    listed = cpu_list(named)  # the allowed CPUs, in the notation --cpus takes
+    assert sorted(listed) == ALLOWED, line
