@@ -32,29 +32,44 @@ TIMED_SHARE = 0.75  # of the jobs left once every process serves
 SETTLE = 1.5  # the default settle (1 s) and a heartbeat: the processes agree on who serves what
 
 
+# What each variant adds to `lowkiq -r`, and how many server processes it runs; --cpus holds each process
+# to a CPU of its own (the machine's first two).
+VARIANTS = {
+    "--processes 1": (1, ()),
+    "--processes 2": (2, ()),
+    "--processes 1 --cpus 0": (1, ("--cpus", "0")),
+    "--processes 2 --cpus 0,1": (2, ("--cpus", "0,1")),
+}
+
+
 def run(sizes: Sizes, options: Options) -> ItemResult:
     result = ItemResult(10, "More than one core", f"{sizes.jobs:,} blank jobs, shards_count {SHARDS}, batch_size 1, "
-                        f"{THREADS} threads per process, drained by `lowkiq -r` alone and with `--processes 2`, "
-                        f"alternating, {sizes.runs} run(s) each; {os.cpu_count()} cores, shared with redis-server")
-    measured: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+                        f"{THREADS} threads per process, drained by `lowkiq -r` alone and with `--processes 2`, each "
+                        f"also with `--cpus` (every process held to a CPU of its own), in turn, {sizes.runs} run(s) "
+                        f"each; {os.cpu_count()} cores, shared with redis-server")
+    measured: dict[str, list[tuple[float, float]]] = {label: [] for label in VARIANTS}
     with RedisServer() as redis_server:
         for n in range(sizes.runs):
-            for processes in ((1, 2) if n % 2 == 0 else (2, 1)):
-                rate, cpu = _drain(redis_server.url, sizes, processes)
-                measured[processes].append((rate, cpu))
-                log(f"item 10, run {n + 1}: --processes {processes}: {rate:,.0f} jobs/s, {cpu:.1f} µs CPU per job")
-    for processes, runs in measured.items():
-        result.row(f"--processes {processes}: drain, jobs/s", spread([r for r, _ in runs], "{:,.0f}"))
-        result.row(f"--processes {processes}: server CPU per job, µs", spread([c for _, c in runs], "{:.1f}"))
-    one, two = (median([r for r, _ in measured[p]]) for p in (1, 2))
-    result.row("--processes 2 / --processes 1", f"{two / one:.2f}×")
+            for label in (list(VARIANTS) if n % 2 == 0 else list(reversed(VARIANTS))):
+                processes, extra = VARIANTS[label]
+                rate, cpu = _drain(redis_server.url, sizes, processes, extra)
+                measured[label].append((rate, cpu))
+                log(f"item 10, run {n + 1}: {label}: {rate:,.0f} jobs/s, {cpu:.1f} µs CPU per job")
+    for label, runs in measured.items():
+        result.row(f"{label}: drain, jobs/s", spread([r for r, _ in runs], "{:,.0f}"))
+        result.row(f"{label}: server CPU per job, µs", spread([c for _, c in runs], "{:.1f}"))
+    rate = {label: median([r for r, _ in runs]) for label, runs in measured.items()}
+    result.row("--processes 2 / --processes 1", f"{rate['--processes 2'] / rate['--processes 1']:.2f}×")
+    result.row("--processes 1 --cpus 0 / --processes 1", f"{rate['--processes 1 --cpus 0'] / rate['--processes 1']:.2f}×")
+    result.row("--processes 2 --cpus 0,1 / --processes 1",
+               f"{rate['--processes 2 --cpus 0,1'] / rate['--processes 1']:.2f}×")
     result.note("On this 2-core machine redis-server, the server processes and the harness share the two cores: "
                 "a second process can only use what Redis leaves of the second core, so the gain here is a floor; "
                 "with Redis on its own host each process adds close to a core.")
     return result
 
 
-def _drain(url: str, sizes: Sizes, processes: int) -> tuple[float, float]:
+def _drain(url: str, sizes: Sizes, processes: int, extra: tuple[str, ...] = ()) -> tuple[float, float]:
     client = redis.Redis.from_url(url)
     client.flushall()
     worker = blank_worker(SHARDS, 1)
@@ -68,7 +83,7 @@ def _drain(url: str, sizes: Sizes, processes: int) -> tuple[float, float]:
     env = {"BENCH_EXPECTED": str(sizes.jobs * 10), "BENCH_SHARDS_COUNT": str(SHARDS), "BENCH_BATCH_SIZE": "1"}
     # Paused until every process is up and agrees on the shards: the drain measures serving, not joining.
     pausing.pause(client, worker.queue_name, worker=worker.__name__, who="bench", source="cli")
-    with LowkiqServer("blank", url, threads=THREADS, env=env, args=["--processes", str(processes)]) as server:
+    with LowkiqServer("blank", url, threads=THREADS, env=env, args=["--processes", str(processes), *extra]) as server:
         wait_for(lambda: len(membership.live(client)) == processes, timeout=60, alive=server.check_alive,
                  what=f"{processes} live server processes")
         time.sleep(SETTLE)

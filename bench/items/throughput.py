@@ -49,6 +49,15 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
             result.row("drain, lag, Redis on CPU 1 and server on CPU 0, s", spread(seconds))
             result.row("drain, lag, pinned, jobs/s", f"{sizes.jobs / median(seconds):,.0f}")
             pinned_costs = [cost_breakdown(r) for r in pinned]
+            # The product's own way to the same: `lowkiq -r ... --cpus 0`, Redis left where the kernel puts it.
+            held = [drain_blank(redis_server.url, sizes, scheduler="lag", shards_count=5, batch_size=1,
+                                server_args=["--cpus", "0"]) for _ in range(sizes.runs)]
+            held_costs = [cost_breakdown(r) for r in held]
+            result.row("drain, lag, server started with `--cpus 0` (Redis not held), s",
+                       spread([r.drain.seconds for r in held]))
+            result.row("drain, lag, `--cpus 0`, jobs/s", f"{sizes.jobs / median([r.drain.seconds for r in held]):,.0f}")
+            result.row("server CPU per job during the `--cpus 0` drain, µs",
+                       spread([c["server_cpu_us"] for c in held_costs], "{:.1f}"))
             result.row("server CPU per job during the pinned drain (all threads on one core), µs",
                        spread([c["server_cpu_us"] for c in pinned_costs], "{:.1f}"))
             result.row("Redis CPU in scripts per job during the pinned drain, µs",
