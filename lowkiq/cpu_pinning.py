@@ -2,9 +2,9 @@
 
 A server's threads share one GIL and hand it over at every Redis round trip.
 Spread over several cores, each handover wakes a thread on another core, and
-the process spends more CPU passing the GIL around than on its own work (on
-a 2-core box the drain of bench item 1 ran 1.6x faster, with 40% less server
-CPU per job, once the server was held to one core). Python runs on one core
+the process spends much of its CPU passing the GIL around (on a 2-core box
+the drain of bench item 1 ran 1.3-1.6x faster, with a quarter to 40% less
+server CPU per job, once the server was held to one core). Python runs on one core
 per process anyway; ``--processes N`` is how a server uses more, and with
 ``--cpus`` each of its processes takes a CPU of its own.
 
