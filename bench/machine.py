@@ -49,11 +49,16 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in ("lowkiq", "redis", "hiredis", "rq", "dramatiq", "flask", "gunicorn"):
+    for name in ("lowkiq", "redis", "hiredis", "msgpack", "rq", "dramatiq", "saq", "streaq", "coredis", "arq", "taskiq",
+                 "taskiq-redis", "flask", "gunicorn", "prometheus-client"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
             found[name] = "-"
+    # arq runs in a virtualenv of its own (bench/peers/arq_env.py): its pin is what runs.
+    from .peers.arq_env import PINS
+
+    found["arq"] = next(pin.split("==")[1] for pin in PINS if pin.startswith("arq=="))
     return found
 
 
