@@ -23,7 +23,7 @@ import redis
 from . import __version__, app_file, connection, layout, log_format
 from . import runtime as runtime_module
 from .config import Settings
-from .cpu_pinning import PinningError
+from .cpu_pinning import PinningError, check
 from .errors import LayoutMismatch
 from .options import OPTIONS, Option
 from .runtime import Runtime
@@ -137,6 +137,11 @@ def supervise(runtime: Runtime, argv: list[str]) -> int:
     if s.number_of_nodes > 1 or s.build_splitter == "by_node":
         raise CliError("--processes shares the shards through leases between its processes: it does not combine "
                        "with --nodes / --node-number (start each node with --processes instead)")
+    if s.cpus:
+        check(s.cpus)  # refused here in one line, not by each child after it started serving
+        if len(s.cpus) < s.processes:
+            supervisor.log.warning("supervisor: cpus lists %d CPUs for %d processes: processes share them in turn",
+                                   len(s.cpus), s.processes)
     runtime.close()  # the children connect on their own
     argvs = supervisor.child_argvs(argv, s.processes, s.member_name, s.metrics_port, s.cpus)
     return supervisor.Supervisor(argvs).run()

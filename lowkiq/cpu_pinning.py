@@ -9,8 +9,9 @@ per process anyway; ``--processes N`` is how a server uses more, and with
 ``--cpus`` each of its processes takes a CPU of its own.
 
 The price: a perform that releases the GIL to compute (compression, numpy)
-no longer runs beside another thread's on a second core. That is why it is
-a choice, not the default.
+no longer runs beside another thread's on a second core, and a subprocess or
+multiprocessing pool that a perform starts inherits the one CPU. That is why
+it is a choice, not the default.
 """
 
 from __future__ import annotations
@@ -46,26 +47,41 @@ def cpu_of(cpus: tuple[int, ...], process_number: int) -> int:
     return cpus[process_number % len(cpus)]
 
 
-def pin(cpu: int) -> None:
-    """Hold this process, every thread it has and every thread it starts, to ``cpu``."""
+def check(cpus: tuple[int, ...]) -> None:
+    """Refuse, before anything starts, CPUs this process may not use or a system that cannot hold a process."""
     if not hasattr(os, "sched_setaffinity"):
         raise PinningError("cpus: this system cannot hold a process to a CPU (no sched_setaffinity); leave cpus unset")
     allowed = sorted(os.sched_getaffinity(0))
-    if cpu not in allowed:
-        raise PinningError(f"cpus: CPU {cpu} is not one this process may run on ({_ranges(allowed)})")
-    # On Linux the call moves one thread; threads started later inherit the caller's CPUs.
-    for thread_id in _threads():
-        try:
-            os.sched_setaffinity(thread_id, {cpu})
-        except ProcessLookupError:  # a thread that ended meanwhile
-            continue
+    refused = [cpu for cpu in cpus if cpu not in allowed]
+    if refused:
+        raise PinningError(f"cpus: CPU {refused[0]} is not one this process may run on ({_ranges(allowed)})")
 
 
-def _threads() -> list[int]:
+def pin(cpu: int) -> None:
+    """Hold this process, every thread it has and every thread it starts, to ``cpu``."""
+    check((cpu,))
+    # On Linux the call moves one thread, and a thread inherits the CPUs of the one that starts it: pin
+    # every thread there is, again until no new one appeared meanwhile.
+    done: set[int] = set()
+    while True:
+        threads = _threads() - done
+        if not threads:
+            return
+        for thread_id in threads:
+            try:
+                os.sched_setaffinity(thread_id, {cpu})
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
+            except OSError as exc:
+                raise PinningError(f"cpus: thread {thread_id} of this process cannot be held to CPU {cpu}: {exc}") from exc
+        done |= threads
+
+
+def _threads() -> set[int]:
     try:
-        return [int(name) for name in os.listdir("/proc/self/task")]
-    except OSError:
-        return [0]
+        return {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError as exc:
+        raise PinningError(f"cpus: this process's threads cannot be listed in /proc/self/task: {exc}") from exc
 
 
 def _ranges(cpus: list[int]) -> str:

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import psutil
 import pytest
@@ -19,7 +23,11 @@ from lowkiq.config import build_settings
 from lowkiq.cpu_pinning import cpu_list, cpu_of
 
 APP = APPS / "versions_app.py"
-ALLOWED = sorted(os.sched_getaffinity(0))
+LINUX = hasattr(os, "sched_getaffinity")
+ALLOWED = sorted(os.sched_getaffinity(0)) if LINUX else []
+# Holding to one CPU shows only where the process could otherwise run on another.
+two_cpus = pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two CPUs this process may use, to see one chosen")
+pytestmark = pytest.mark.skipif(not LINUX, reason="CPU affinity is a Linux call (sched_setaffinity)")
 
 
 def thread_cpus(pid: int) -> list[set[int]]:
@@ -50,6 +58,41 @@ def test_bad_cpus_name_the_setting(tmp_path):
     assert refused.returncode == 2
 
 
+@two_cpus
+def test_threads_started_before_the_pinning_are_held_too():
+    """pin() moves every thread there is, not only the caller: an app may start threads on import."""
+    cpu = ALLOWED[-1]
+    code = textwrap.dedent(f"""
+        import json, os, threading
+        from lowkiq.cpu_pinning import pin
+        started, stop = threading.Event(), threading.Event()
+        ids = []
+        def wait():
+            ids.append(threading.get_native_id())
+            started.set()
+            stop.wait(10)
+        thread = threading.Thread(target=wait)
+        thread.start()
+        started.wait(10)
+        before = os.sched_getaffinity(ids[0])
+        pin({cpu})
+        after = os.sched_getaffinity(ids[0])
+        later = []
+        starter = threading.Thread(target=lambda: later.append(os.sched_getaffinity(0)))
+        starter.start()
+        starter.join()
+        stop.set()
+        thread.join()
+        print(json.dumps([sorted(before), sorted(after), sorted(os.sched_getaffinity(0)), sorted(later[0])]))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    before, after, main, later = json.loads(done.stdout)
+    assert before == ALLOWED  # the thread was started free to run anywhere
+    assert after == main == later == [cpu]  # the thread already there, the caller, a thread started after
+
+
+@two_cpus
 @pytest.mark.slow
 def test_a_server_holds_every_thread_to_its_cpu_and_serves(versions, r, redis_url, tmp_path):  # noqa: F811
     cpu = ALLOWED[-1]
@@ -64,6 +107,7 @@ def test_a_server_holds_every_thread_to_its_cpu_and_serves(versions, r, redis_ur
         server.kill()
 
 
+@two_cpus
 @pytest.mark.slow
 def test_each_process_of_processes_takes_the_next_cpu(versions, r, redis_url, tmp_path):  # noqa: F811
     cpus = (ALLOWED[0], ALLOWED[-1])
@@ -91,3 +135,10 @@ def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_u
     named = line[line.index("may run on (") + len("may run on ("):line.rindex(")")]
     listed = cpu_list(named)  # the allowed CPUs, in the notation --cpus takes
     assert sorted(listed) == ALLOWED, line
+
+
+def test_processes_refuse_a_cpu_they_may_not_use_before_any_starts(versions, redis_url, tmp_path):  # noqa: F811
+    refused = run_cli(tmp_path, "-r", str(APP), "--processes", "2", "--cpus", f"{ALLOWED[0]},4000",
+                      env={"LOWKIQ_REDIS_URL": redis_url, **FAST})
+    assert "cpus: CPU 4000 is not one this process may run on" in one_line_error(refused)
+    assert "supervisor" not in refused.stderr  # no child was started to fail on its own

@@ -109,7 +109,7 @@ def test_a_worker_registered_again_after_the_page_was_read_is_not_forgotten(redi
     client = create_app(environ={"LOWKIQ_REDIS_URL": redis_url}).test_client()
     assert b">stale<" in client.get("/").data  # the console has now read (and cached) the old entry
     r.hset(registry_hash(), "Back", entry("Back", time.time()))  # a server of it started since
-    assert "Back was not forgotten: it is not stale: it was registered now, " in forget(client, "Back")
+    assert "Back was not forgotten: it is not stale: it was registered just now, " in forget(client, "Back")
     assert [w.name for w in registry.known(r)] == ["Back"]
 
 

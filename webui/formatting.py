@@ -52,7 +52,7 @@ def relative(at: float | None, now: float) -> str:
         return "-"
     delta = now - at
     if abs(delta) < 1:
-        return "now"
+        return "just now"
     return f"{duration(delta)} ago" if delta > 0 else f"in {duration(delta)}"
 
 
