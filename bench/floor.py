@@ -29,8 +29,32 @@ NOOP = "return 1"
 MODES = ("command", "packed", "pipelined")
 
 
+# A shard's 11 keys, all in one hash slot, as the hot script's calls carry them.
+KEYS = [f"lowkiq:v1:{{Floor:0}}:key{i}" for i in range(11)]
+
+
 def _bulk(part: bytes) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(part), part)
+
+
+def _evalsha(sha: bytes, now: bytes) -> bytes:
+    """EVALSHA of ``sha`` with the shard's keys, ``now`` and one more argument, packed."""
+    args = [b"EVALSHA", sha, b"11", *(k.encode() for k in KEYS), now, b"1"]
+    return b"*%d\r\n" % len(args) + b"".join(_bulk(a) for a in args)
+
+
+def _bare_socket(client: redis.Redis) -> socket.socket:
+    """A socket of its own to ``client``'s Redis, sending at once (no Nagle delay)."""
+    kwargs = client.connection_pool.connection_kwargs
+    sock = socket.create_connection((kwargs["host"], kwargs["port"]))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _redis_cpu(client: redis.Redis) -> float:
+    """Seconds of CPU the Redis server has used so far."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def evalsha_calls_per_second(url: str, *, threads: int, calls: int, mode: str = "command", tries: int = 3) -> float:
@@ -42,9 +66,7 @@ def evalsha_calls_per_second(url: str, *, threads: int, calls: int, mode: str = 
 def _once(url: str, *, threads: int, calls: int, mode: str) -> float:
     setup = redis.Redis.from_url(url)
     sha = setup.script_load(NOOP)
-    keys = [f"lowkiq:v1:{{Floor:0}}:key{i}" for i in range(11)]
-    args = [b"EVALSHA", sha.encode(), b"11", *(k.encode() for k in keys), b"1700000000.123456", b"1"]
-    packed = b"*%d\r\n" % len(args) + b"".join(_bulk(a) for a in args)
+    packed = _evalsha(sha.encode(), b"1700000000.123456")
     depth = 5 if mode == "pipelined" else 1
     rounds = calls // threads // depth
     barrier = threading.Barrier(threads + 1)
@@ -56,7 +78,7 @@ def _once(url: str, *, threads: int, calls: int, mode: str) -> float:
         barrier.wait()
         if mode == "command":
             for _ in range(rounds):
-                client.execute_command("EVALSHA", sha, 11, *keys, time.time(), 1)
+                client.execute_command("EVALSHA", sha, 11, *KEYS, time.time(), 1)
         else:
             message = [packed * depth]
             for _ in range(rounds):
@@ -81,35 +103,32 @@ def round_trip_cpu(url: str, calls: int = 20_000) -> dict[str, float]:
     A drain at batch_size 1 makes one round trip per job, so neither side can spend less per job."""
     client = redis.Redis.from_url(url)
     sha = client.script_load(NOOP).encode()
-    host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
     command = b"*3\r\n" + _bulk(b"EVALSHA") + _bulk(sha) + _bulk(b"0")
-    with socket.create_connection((host, port)) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def redis_cpu() -> float:
-            info = client.info("cpu")
-            return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-
-        redis_before, cpu_before, wall_before = redis_cpu(), time.process_time(), time.perf_counter()
+    with _bare_socket(client) as sock:
+        redis_before, cpu_before, wall_before = _redis_cpu(client), time.process_time(), time.perf_counter()
         for _ in range(calls):
             sock.sendall(command)
             sock.recv(65536)
         wall, cpu = time.perf_counter() - wall_before, time.process_time() - cpu_before
-        redis_used = redis_cpu() - redis_before
+        redis_used = _redis_cpu(client) - redis_before
     client.close()
     return {"client_cpu_us": cpu / calls * 1e6, "redis_cpu_us": redis_used / calls * 1e6, "wall_us": wall / calls * 1e6}
 
 
 def busy_script(usec: float, loops_per_us: float) -> str:
     """A Lua script that keeps Redis busy for about ``usec`` µs per call and writes nothing."""
-    return f"local x = 0 for i = 1, {max(0, int(usec * loops_per_us))} do x = x + i end return 1"
+    return _loop_script(max(0, int(usec * loops_per_us)))
+
+
+def _loop_script(loops: int) -> str:
+    return f"local x = 0 for i = 1, {loops} do x = x + i end return 1"
 
 
 def calibrate(url: str, calls: int = 2_000) -> float:
     """Loop iterations of ``busy_script`` per µs of Redis CPU on this machine (INFO commandstats)."""
     client = redis.Redis.from_url(url)
     loops = 20_000
-    sha = client.script_load(f"local x = 0 for i = 1, {loops} do x = x + i end return 1")
+    sha = client.script_load(_loop_script(loops))
     client.config_resetstat()
     for _ in range(calls):
         client.evalsha(sha, 0)
@@ -126,16 +145,12 @@ def threads_round_trip_cpu(url: str, *, threads: int = 5, calls: int = 50_000, s
     (this process, all threads), Redis's, and calls per second."""
     client = redis.Redis.from_url(url)
     sha = client.script_load(busy_script(script_usec, calibrate(url) if script_usec else 0.0)).encode()
-    host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
-    keys = [f"lowkiq:v1:{{Floor:0}}:key{i}".encode() for i in range(11)]
-    args = [b"EVALSHA", sha, b"11", *keys, b"", b"1"]
-    packed = b"*%d\r\n" % len(args) + b"".join(_bulk(a) for a in args)
+    packed = _evalsha(sha, b"")
     per_thread = calls // threads
     barrier = threading.Barrier(threads + 1)
 
     def work() -> None:
-        with socket.create_connection((host, port)) as sock:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with _bare_socket(client) as sock:
             reader = hiredis.Reader()
             barrier.wait()
             for _ in range(per_thread):
@@ -145,20 +160,16 @@ def threads_round_trip_cpu(url: str, *, threads: int = 5, calls: int = 50_000, s
                     reader.feed(sock.recv(65536))
                     reply = reader.gets()
 
-    def redis_cpu() -> float:
-        info = client.info("cpu")
-        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-
     workers = [threading.Thread(target=work) for _ in range(threads)]
     for w in workers:
         w.start()
-    redis_before, cpu_before = redis_cpu(), time.process_time()
+    redis_before, cpu_before = _redis_cpu(client), time.process_time()
     barrier.wait()
     wall_before = time.perf_counter()
     for w in workers:
         w.join()
     wall, cpu = time.perf_counter() - wall_before, time.process_time() - cpu_before
-    redis_used = redis_cpu() - redis_before
+    redis_used = _redis_cpu(client) - redis_before
     client.close()
     done = per_thread * threads
     return {"client_cpu_us": cpu / done * 1e6, "redis_cpu_us": redis_used / done * 1e6, "calls_per_s": done / wall}
