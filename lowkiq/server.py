@@ -91,8 +91,9 @@ class Server:
             raise NoWorkers("no workers configured: the app must call lowkiq.configure(workers=[...])")
         if s.cpus:
             # Before the threads start: they inherit it. A supervisor's child gets its own single CPU.
-            pin(cpu_of(s.cpus, 0))
-            log.info("server: held to CPU %d (cpus)", cpu_of(s.cpus, 0))
+            cpu = cpu_of(s.cpus, 0)
+            pin(cpu)
+            log.info("server: held to CPU %d (cpus)", cpu)
             if len(s.cpus) > 1 and s.processes == 1:
                 log.warning("server: cpus lists %d CPUs, but one process is held to one CPU: to use the others, "
                             "run --processes %d", len(s.cpus), len(s.cpus))

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from redis_server import RedisServer, free_port
 from test_browser import BIN, CHROMIUM, stop, wait_http
 
