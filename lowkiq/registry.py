@@ -23,11 +23,37 @@ from .transport import Transport
 if TYPE_CHECKING:
     from .worker import Worker
 
-# Shards of one worker at most: each is a handful of keys that every stats read and
-# every live refresh of the console visits, so the bound keeps those reads small.
+# Shards of one worker at most: each is a handful of keys that the worker's page and every
+# stats read visit; a read of several workers is bounded apart (metrics.CONSOLE_SHARD_BUDGET).
 MAX_SHARDS_COUNT = 4096
+# Workers the registry holds at most. Every console page reads the whole registry, and the
+# dashboard, the stats API and a Prometheus scrape list every worker: 500 keeps that read
+# under 100 KB as register() writes it (2 MB at worst, entries being at most MAX_ENTRY_BYTES)
+# and the dashboard a page long, while allowing ten times the queues of the largest apps seen.
+MAX_WORKERS = 500
 # An entry is a short JSON object; anything longer was not written by register().
 MAX_ENTRY_BYTES = 4096
+# The name of the row that says the registry holds more entries than a console reads: a name no
+# worker can have (validate_queue_name refuses parentheses and spaces).
+UNREAD = "(entries not read)"
+
+
+class RegistryFull(Exception):
+    """Registering these workers would take the registry past MAX_WORKERS: nothing was written.
+
+    A registered worker stays until an operator forgets it, so the usual cause is workers
+    renamed or removed long ago: the console's dashboard marks them stale and forgets them.
+    """
+
+    def __init__(self, names: Iterable[str], would_hold: int) -> None:
+        self.names = sorted(names)
+        self.would_hold = would_hold
+        shown = ", ".join(self.names[:5]) + (f" and {len(self.names) - 5} more" if len(self.names) > 5 else "")
+        super().__init__(
+            f"cannot register {shown}: the registry of workers would hold {would_hold:,}, at most {MAX_WORKERS:,} "
+            f"(lowkiq.registry.MAX_WORKERS), so that every console page reads a bounded registry. Nothing was "
+            f"registered. Forget workers that are gone (the console marks them stale), or merge queues."
+        )
 
 
 @dataclass(frozen=True)
@@ -76,12 +102,23 @@ def info_of(worker: type[Worker]) -> WorkerInfo:
 
 
 def register(client: Transport | redis.Redis, workers: Iterable[type[Worker]]) -> None:
-    mapping: dict[Any, Any] = {}
+    """Record ``workers`` for the console: every one, or none (ValueError naming a bad field, or RegistryFull)."""
+    mapping: dict[str, str] = {}
     for w in workers:
         info = checked(info_of(w))
         mapping[info.name] = json.dumps({**info.__dict__, "registered_at": time.time()})
-    if mapping:
-        client.hset(registry_hash(), mapping=mapping)
+    if not mapping:
+        return
+    if len(mapping) > MAX_WORKERS:
+        raise RegistryFull(mapping, len(mapping))
+    args: list[Any] = [MAX_WORKERS]
+    for name, entry in mapping.items():
+        args += [name, entry]
+    # The bound is checked and the entries written in one script: two processes registering at
+    # once cannot both pass the check, and a refused call leaves nothing half-written.
+    written, holds = lua.run(client, "registry_register", RegistryKeys(), args)
+    if not written:
+        raise RegistryFull(mapping, int(holds))
 
 
 def parse(name: bytes | str, raw: bytes | str) -> WorkerInfo | BrokenEntry:
@@ -126,13 +163,40 @@ def _time(value: Any) -> float:
 
 
 def read(client: Transport | redis.Redis) -> tuple[list[WorkerInfo], list[BrokenEntry]]:
-    """Every entry, by name: the workers, and the entries that cannot be used."""
+    """Every entry, by name: the workers, and the entries that cannot be used.
+
+    At most MAX_WORKERS entries, in one bounded script: when the hash holds more (written by
+    something other than ``register``), the broken entries end with one named UNREAD that
+    says how many were left out.
+    """
+    reply = lua.run(client, "registry_read", RegistryKeys(), (MAX_WORKERS, MAX_ENTRY_BYTES))
+    size = int(reply[0])
+    entries: list[tuple[bytes | str, WorkerInfo | BrokenEntry]] = []
+    for i in range(1, len(reply), 4):
+        name, name_size, raw, raw_size = reply[i : i + 4]
+        entries.append((name, _entry(name, int(name_size), raw, int(raw_size))))
     workers: list[WorkerInfo] = []
     broken: list[BrokenEntry] = []
-    for name, raw in sorted(client.hgetall(registry_hash()).items()):
-        entry = parse(name, raw)
+    for _, entry in sorted(entries, key=lambda pair: pair[0]):
         (workers if isinstance(entry, WorkerInfo) else broken).append(entry)  # type: ignore[arg-type]
+    if size > len(entries):
+        broken.append(BrokenEntry(UNREAD, f"the registry holds {size:,} entries, more than the {MAX_WORKERS:,} a "
+                                          f"console reads (lowkiq.registry.MAX_WORKERS): {size - len(entries):,} "
+                                          f"are not shown. register() refuses workers past the bound, so "
+                                          f"something else wrote them: delete the entries that are not workers."))
     return workers, broken
+
+
+def _entry(name: bytes | str, name_size: int, raw: bytes | str, raw_size: int) -> WorkerInfo | BrokenEntry:
+    """One entry as registry_read returned it: a name or an entry too long to read came back cut or empty."""
+    if name_size > len(name):
+        shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+        return BrokenEntry(shown[:100] + "...", f"the worker name is {name_size:,} bytes long; at most "
+                                               f"{MAX_ENTRY_BYTES:,} are read")
+    if raw_size > len(raw):
+        shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+        return BrokenEntry(shown, f"the entry is {raw_size} bytes long; at most {MAX_ENTRY_BYTES}")
+    return parse(name, raw)
 
 
 def known(client: Transport | redis.Redis) -> list[WorkerInfo]:

@@ -10,6 +10,7 @@ from flask import Response, request, url_for
 from .. import history
 from ..history import Minute
 from ..jobs import Job, MorgueJob
+from ..queue.metrics import CONSOLE_SHARD_BUDGET
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor, listing
 from .blueprint import bp
@@ -57,7 +58,10 @@ def morgue_job_json(job: MorgueJob, *, traceback: bool = False) -> dict[str, Any
 def api_stats() -> Response:
     """Exactly SPEC's shape: length = fresh + retries; total lag = the largest."""
     c = console()
-    rows = c.metrics(full=False)
+    everything = c.metrics(full=False)
+    rows = [(view, m) for view, m in everything if m.measured]
+    # Workers past the read's shard budget: named, never shown as zeros (absent when there are none).
+    unmeasured = [view.name for view, m in everything if not m.measured]
     by_worker = {
         view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag} for view, m in rows
     }
@@ -68,7 +72,14 @@ def api_stats() -> Response:
     }
     # Registry entries the console cannot use, by name, with their problem (absent when there are none).
     broken = {entry.name: entry.problem for entry in c.broken()}
-    return reply({"total": total, "by_worker": by_worker, **({"broken": broken} if broken else {})})
+    return reply({"total": total, "by_worker": by_worker, **({"broken": broken} if broken else {}),
+                  **({"not_measured": not_measured_json(unmeasured)} if unmeasured else {})})
+
+
+def not_measured_json(names: list[str]) -> dict[str, Any]:
+    return {"workers": names, "note": f"{len(names):,} workers are not measured: one read visits at most "
+                                      f"{CONSOLE_SHARD_BUDGET:,} shards and these did not fit, so total leaves "
+                                      f"them out; each worker's own page measures it."}
 
 
 @bp.get("/api/v1/dashboard")
@@ -89,6 +100,8 @@ def api_dashboard() -> Response:
             "dead": m.morgue_length,
             # who paused the queue and when (servers take none of its jobs), or null
             "paused": m.paused.as_json() if m.paused else None,
+            # false when the read's shard budget left the worker out: its numbers are zeros, not readings
+            "measured": m.measured,
         }
         for view, m in data["rows"]
     ]

@@ -24,7 +24,7 @@ from ..config import redis_url_from
 from ..membership import Member
 from ..queue.actions import Actions
 from ..queue.keys import QueueKeys
-from ..queue.metrics import FULL, STATS, MetricsReader, QueueMetrics
+from ..queue.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
 from ..queue.queries import Queries
 from ..registry import BrokenEntry, WorkerInfo
 from ..runtime import Runtime
@@ -100,7 +100,8 @@ class Console:
         self.clock = clock
         self.source = source
         self.redis_label = redis_label  # which Redis, for people: never a password
-        self._reader = MetricsReader(client)
+        # Every read of many workers stops at a budget of shards: a page costs a bounded number of commands.
+        self._reader = MetricsReader(client, shard_budget=CONSOLE_SHARD_BUDGET)
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, redis_timeout: float, redis_url: str | None = None) -> Console:

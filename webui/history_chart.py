@@ -56,7 +56,8 @@ def record(c: Any, measured: Sequence[Any], now: float) -> None:
         return
     st.history_minute = minute
     try:
-        history.write(c.client, measured)
+        # Only what was read: a worker past the read's shard budget has zeros, not its numbers.
+        history.write(c.client, [m for m in measured if getattr(m, "measured", True)])
     except redis.ResponseError as exc:
         st.history_allowed = False
         log.warning("the console cannot record the queues' history (%s); the servers record it", exc)

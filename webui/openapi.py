@@ -214,8 +214,13 @@ SCHEMAS: Json = {
             "broken": {"type": "object", "additionalProperties": TEXT, "minProperties": 1,
                        "description": "Registry entries the console cannot use, by name, with their problem; "
                                       "absent when there are none."},
+            "not_measured": _object(
+                {"workers": {"type": "array", "items": TEXT, "minItems": 1},
+                 "note": {**TEXT, "description": "Why, in words."}},
+                "Workers left out of by_worker and total: one read visits a bounded number of shards (see the "
+                "README, Operations) and these did not fit. Absent when every worker was measured."),
         },
-        optional=["broken"],
+        optional=["broken", "not_measured"],
     ),
     "DashboardQueue": _object(
         {
@@ -232,6 +237,8 @@ SCHEMAS: Json = {
             "dead": {**COUNT, "description": "Jobs in the morgue."},
             "paused": {"oneOf": [_schema("Pause"), {"type": "null"}],
                        "description": "Who paused the queue and when; null while servers take its jobs."},
+            "measured": {"type": "boolean", "description": "False when the read's budget of shards left the "
+                         "worker out: its numbers are zeros, not readings (its own page measures it)."},
         }
     ),
     "Pause": _object(

@@ -5,6 +5,10 @@ live servers in one round trip), so any console replica answers the same and a s
 costs what a dashboard refresh costs. What only a server process knows (perform
 durations, leases it took over) is on its own ``--metrics-port`` (``process_metrics``).
 
+A scrape reads as a dashboard refresh does, within the console's budget of shards: a worker
+past it has no series in that scrape (``lowkiq_workers_not_measured`` counts them), rather
+than zeros that would read as an empty queue.
+
 Each scrape builds a fresh registry around one collector holding what was just read: a
 long-lived gauge would keep the series of a worker that is gone, and the global registry
 would mix in the console process's own Python metrics. Redis is read before anything is
@@ -78,7 +82,7 @@ class QueueCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         reading = self.reading
-        rows = reading.rows
+        rows = [(view, m) for view, m in reading.rows if m.measured]
         for name, text, value in QUEUE_GAUGES:
             gauge = GaugeMetricFamily(name, text, labels=WORKER_LABELS)
             for view, m in rows:
@@ -112,6 +116,9 @@ class QueueCollector(Collector):
 
         yield GaugeMetricFamily("lowkiq_servers_live", "Server processes with a live heartbeat",
                                 value=len(reading.members))
+        yield GaugeMetricFamily("lowkiq_workers_not_measured", "Workers this scrape did not read: one read visits "
+                                "a bounded number of shards (CONSOLE_SHARD_BUDGET) and they did not fit",
+                                value=len(reading.rows) - len(rows))
         yield GaugeMetricFamily("lowkiq_workers_broken", "Registry entries the console cannot use (see the "
                                 "dashboard for each one's problem)", value=reading.broken)
         yield GaugeMetricFamily("lowkiq_scrape_duration_seconds", "Time this scrape spent reading Redis",

@@ -57,6 +57,8 @@ NAMES = (
     "pause",
     "history",
     "registry_forget",
+    "registry_register",
+    "registry_read",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

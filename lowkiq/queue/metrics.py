@@ -7,6 +7,11 @@ of queues, the whole pipeline is packed into bytes once and cached (grouped
 per node, on a cluster, once per slot map). The reads of one shard are not
 atomic together; for numbers on a dashboard a job moving between two reads
 of the same millisecond does not matter.
+
+A console reads with a budget of shards (CONSOLE_SHARD_BUDGET): the workers that
+fit are measured, whole, in their order; the others come back marked not
+measured, so that one page never visits more shards than the budget, whatever
+the registry holds.
 """
 
 from __future__ import annotations
@@ -27,6 +32,14 @@ from ..transport.errors import first_error
 from ..transport.resp import pack
 from ..transport.slots import key_slot, keyset_slot
 from .keys import QueueKeys, ShardKeys
+
+
+# Shards one console read visits at most (the dashboard and its live refresh, api/v1/stats, a
+# Prometheus scrape). A shard costs 3 to 6 commands, so a read costs at most 60,000 commands:
+# well under a second of Redis and of Python, and a few MB of packed commands cached, where
+# 100 workers of 4,096 shards once cost 2.4 million commands and a gigabyte. Not less than
+# registry.MAX_SHARDS_COUNT: any one worker can always be measured, on its own page at least.
+CONSOLE_SHARD_BUDGET = 10_000
 
 
 class ShardMetrics(NamedTuple):
@@ -59,6 +72,8 @@ class QueueMetrics:
     lag: float
     shards: tuple[ShardMetrics, ...]
     paused: Pause | None = None  # who paused the queue and when; None while it runs
+    # False when the read's shard budget left the queue out: its numbers are zeros, not readings.
+    measured: bool = True
 
 
 # Commands per shard: what api/v1/stats needs, and what the dashboard needs.
@@ -83,8 +98,10 @@ def _shard_commands(shard: ShardKeys, kind: str) -> list[tuple[Any, ...]]:
 class MetricsReader:
     """Reads QueueMetrics for many queues with one pre-packed pipeline."""
 
-    def __init__(self, client: Transport | redis.Redis) -> None:
+    def __init__(self, client: Transport | redis.Redis, *, shard_budget: int | None = None) -> None:
+        """``shard_budget``: the most shards one read visits (None: every shard of the queues asked for)."""
         self.transport = as_transport(client)
+        self.shard_budget = shard_budget
         self._packed: dict[tuple[Any, ...], Batch] = {}
         self._lock = threading.Lock()
 
@@ -103,7 +120,8 @@ class MetricsReader:
 
     def _read(self, queues: Sequence[QueueKeys], now: float, kind: str, with_info: bool,
               with_members: bool) -> tuple[list[QueueMetrics], dict[str, Any] | None, list[Member]]:
-        batch = self._pack(tuple(queues), kind, with_members)
+        fits = within_budget(queues, self.shard_budget)
+        batch = self._pack(tuple(keys for keys, fit in zip(queues, fits) if fit), kind, with_members)
         replies, nodes = self.transport.execute(batch, each_node=("INFO",) if with_info else None, replicas=True)
         first_error(replies)
         paused = pausing.parse_all(replies[-1])
@@ -111,7 +129,10 @@ class MetricsReader:
         per_shard = 3 if kind == STATS else 6
         out = []
         position = 0
-        for keys in queues:
+        for keys, fit in zip(queues, fits):
+            if not fit:
+                out.append(not_measured(keys.queue_name, paused.get(keys.queue_name)))
+                continue
             shards = []
             for _ in range(keys.shards_count):
                 r = replies[position : position + per_shard]
@@ -149,6 +170,29 @@ class MetricsReader:
                     self._packed.clear()
                 self._packed[cache_key] = batch
         return batch
+
+
+def within_budget(queues: Sequence[QueueKeys], budget: int | None) -> list[bool]:
+    """Which of ``queues`` one read measures: each, in order, whose shards still fit in ``budget``.
+
+    Whole queues or none of a queue: the sums of part of a queue's shards would read as its numbers.
+    """
+    if budget is None:
+        return [True] * len(queues)
+    left = budget
+    fits = []
+    for keys in queues:
+        fit = keys.shards_count <= left
+        if fit:
+            left -= keys.shards_count
+        fits.append(fit)
+    return fits
+
+
+def not_measured(name: str, paused: Pause | None = None) -> QueueMetrics:
+    """A queue the read's budget left out: zeros, marked so that nobody reads them as numbers."""
+    return QueueMetrics(queue_name=name, length=0, fresh=0, retries=0, morgue_length=0, busy=0, processed=0,
+                        failed=0, lag=0.0, shards=(), paused=paused, measured=False)
 
 
 def _queue(name: str, shards: list[ShardMetrics], now: float, paused: Pause | None = None) -> QueueMetrics:
