@@ -12,11 +12,12 @@ Options given here win over the app's ``configure()`` and the environment.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, NoReturn
 
 import redis
 
@@ -35,13 +36,27 @@ EXIT_USAGE = 2
 OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "pause", "resume", "audit")
 
 
+log = logging.getLogger("lowkiq.cli")
+
+
 class CliError(Exception):
     """Printed as one line, exit code 2."""
 
 
-def parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; with ``--log-format json`` a bad option is one JSON line on stderr too."""
+
+    log_format = "text"
+
+    def error(self, message: str) -> NoReturn:
+        if self.log_format != "json":
+            super().error(message)
+        sys.exit(refuse("json", f"{message} (see --help)", error_class="ArgumentError"))
+
+
+def parser(log_format_chosen: str = "text") -> argparse.ArgumentParser:
     variables = ", ".join(o.env for o in OPTIONS if o.env)
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="lowkiq",
         description="Run the lowkiq server: ordered background jobs on Redis. Any number of servers may run "
         "the same app: they share the shards through leases in Redis. `lowkiq web --help`: the console; "
@@ -67,7 +82,50 @@ def parser() -> argparse.ArgumentParser:
                    "and exit; refused while a server serves the queue or it holds jobs")
     p.add_argument("--stop-embedded", action="store_true", help="stop the embedded Redis of ./.lowkiq and exit")
     p.add_argument("-V", "--version", action="version", version=f"lowkiq {__version__}")
+    p.log_format = log_format_chosen
     return p
+
+
+def chosen_log_format(argv: Sequence[str]) -> str:
+    """The log format ``argv`` and the environment choose, read before argparse: an option argparse
+    refuses must already be reported in it. The last ``--log-format`` wins, as in argparse; an
+    abbreviation argparse would accept (``--log-f``) counts too."""
+    chosen = os.environ.get("LOWKIQ_LOG_FORMAT") or "text"
+    for n, arg in enumerate(argv):
+        if arg == "--":
+            break
+        flag, equals, value = arg.partition("=")
+        if len(flag) >= len("--log-f") and "--log-format".startswith(flag):
+            if equals:
+                chosen = value
+            elif n + 1 < len(argv):
+                chosen = argv[n + 1]
+    return chosen
+
+
+def refuse(form: str, message: str, *, code: int = EXIT_USAGE, error_class: str | None = None) -> int:
+    """Report why the server does not start and return its exit code: ``lowkiq: <message>`` on stderr,
+    or with the json log format one JSON object on one line (a traceback in its ``exception``)."""
+    if form != "json":
+        print(f"lowkiq: {message}", file=sys.stderr)
+        return code
+    first, _, detail = message.partition("\n")
+    values: dict[str, Any] = {"exit_code": code}
+    if error_class:
+        values["error_class"] = error_class
+    if detail:
+        values["exception"] = detail
+    record = logging.makeLogRecord({"name": log.name, "levelno": logging.ERROR, "levelname": "ERROR", "msg": first,
+                                    "threadName": "MainThread", **log_format.fields(**values)})
+    print(log_format.JsonFormatter().format(record), file=sys.stderr, flush=True)
+    return code
+
+
+def _error_class(exc: BaseException) -> str:
+    """The class of the failure under lowkiq's wrappers: what an operator looks up."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return type(exc).__name__
 
 
 def _argument(option: Option) -> Any:
@@ -92,12 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] and argv[0] in OPS_COMMANDS:
         from .ops_cli import main as ops_main
         return ops_main(argv)
-    args = parser().parse_args(argv)
+    args = parser(chosen_log_format(argv)).parse_args(argv)
     if args.log_format not in log_format.FORMATS:  # argparse checks the choices of given values only
-        print(f"lowkiq: LOWKIQ_LOG_FORMAT must be one of {', '.join(log_format.FORMATS)}, got {args.log_format!r}",
-              file=sys.stderr)
-        return EXIT_USAGE
+        return refuse("text", f"LOWKIQ_LOG_FORMAT must be one of {', '.join(log_format.FORMATS)}, "
+                      f"got {args.log_format!r}")
     log_format.configure_logging(args.log_level, args.log_format)
+    form = args.log_format
     try:
         if args.stop_embedded:
             stopped = connection.stop_embedded()
@@ -113,20 +171,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return supervise(runtime, argv)
         return Server(runtime).run()
     except CliError as exc:
-        print(f"lowkiq: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse(form, str(exc), error_class=_error_class(exc))
     except NoWorkers as exc:
-        print(f"lowkiq: {args.require}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse(form, f"{args.require}: {exc}", error_class=_error_class(exc))
     except (LayoutMismatch, layout.LayoutChangeRefused, MetricsPortError, PinningError) as exc:
-        print(f"lowkiq: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse(form, str(exc), error_class=_error_class(exc))
     except (redis.ConnectionError, redis.TimeoutError) as exc:
-        print(f"lowkiq: lost Redis while starting: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse(form, f"lost Redis while starting: {exc}", error_class=_error_class(exc))
     except connection.EmbeddedRedisError as exc:
-        print(f"lowkiq: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return refuse(form, str(exc), error_class=_error_class(exc))
+    except Exception as exc:
+        # Anything else that stops the server (on_server_init raising, a bug) goes through the
+        # log, in its format: one JSON line with --log-format json, escaped text otherwise.
+        log.error("the server stopped: %s: %s", type(exc).__name__, exc, exc_info=exc,
+                     extra=log_format.fields(error_class=type(exc).__name__, exit_code=1))
+        return 1
 
 
 def supervise(runtime: Runtime, argv: list[str]) -> int:
