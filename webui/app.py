@@ -16,11 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
-from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
-from . import security
-from .blueprint import bp, error_response, template_context
+from . import proxy, security
+from .blueprint import bp, error_response, not_allowed_response, template_context
 from .console import standalone_console
 from .settings import from_config, from_environ
 from .state import init_app
@@ -50,9 +49,9 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
         state.console_factory = lambda: built
     if current.proxies:
         # Behind reverse proxies: the client's address, scheme, host and the path prefix they mount the
-        # console at (X-Forwarded-Prefix), so links, cookies, redirects and origin checks use them.
-        n = int(current.proxies)
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n, x_prefix=n)  # type: ignore[method-assign]
+        # console at (X-Forwarded-Prefix, when it is a plain path), so links, cookies, redirects and
+        # origin checks use them.
+        app.wsgi_app = proxy.behind_proxies(app.wsgi_app, int(current.proxies))  # type: ignore[method-assign]
     security.install(app)
     app.register_blueprint(bp)
     app.context_processor(template_context)  # the error pages of unrouted requests use the layout too
@@ -69,8 +68,8 @@ def create_app(config: Mapping[str, Any] | None = None, environ: Mapping[str, st
         return error_response(404, f"no such {what}: {request.path}")
 
     @app.errorhandler(405)
-    def not_allowed(error: HTTPException) -> Any:
-        return error_response(405, f"{request.method} is not allowed on {request.path}")
+    def not_allowed(error: MethodNotAllowed) -> Response:
+        return not_allowed_response(error)
 
     return app
 

@@ -16,7 +16,7 @@ from typing import cast
 import redis
 from flask import Blueprint, Flask, Response, current_app, jsonify, render_template, request
 from flask.blueprints import BlueprintSetupState
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from .. import __version__
 from . import formatting, security, settings, state
@@ -74,6 +74,7 @@ def is_api() -> bool:
 def _guard() -> Response | None:
     current = state.settings()
     _limit_body(current.max_content_length)
+    security.check_host(standalone=False)  # the standalone app checked it already; a host app, when set
     denied = security.check_auth()
     if denied is not None:
         return denied
@@ -144,6 +145,14 @@ def error_response(status: int, message: str) -> tuple[Response | str, int]:
     return render_template("lowkiq/error.html", status=status, message=message), status
 
 
+def not_allowed_response(error: MethodNotAllowed) -> Response:
+    """A 405 with its ``Allow`` header (RFC 9110 requires it), which werkzeug puts only on its own page."""
+    response = current_app.make_response(error_response(405, f"{request.method} is not allowed on {request.path}"))
+    if error.valid_methods:
+        response.headers["Allow"] = ", ".join(sorted(error.valid_methods))
+    return response
+
+
 @bp.errorhandler(security.Refused)
 def refused(error: security.Refused) -> tuple[Response | str, int]:
     return error_response(error.status, error.message)
@@ -167,9 +176,11 @@ def too_large(error: RequestEntityTooLarge) -> tuple[Response | str, int]:
 
 
 @bp.errorhandler(HTTPException)
-def http_error(error: HTTPException) -> tuple[Response | str, int] | HTTPException:
+def http_error(error: HTTPException) -> Response | tuple[Response | str, int] | HTTPException:
     if error.code is None or error.code < 400:
         return error
+    if isinstance(error, MethodNotAllowed):
+        return not_allowed_response(error)
     return error_response(error.code, error.description or error.name)
 
 

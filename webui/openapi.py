@@ -543,7 +543,8 @@ def _action(op: Operation) -> Json:
         body = {"required": True, "content": _json(_schema("Ids")), "description": "The ids to act on."}
     else:
         body = {"required": False, "content": _json(_schema("NoParameters")),
-                "description": "None, or an empty object; Content-Type must still be application/json."}
+                "description": "None at all (no Content-Type either, as `curl -X POST` sends), or an empty object as "
+                               "application/json; a body of any other type is refused (415)."}
     return {
         "post": {
             "operationId": f"api_{op.endpoint}",
@@ -570,7 +571,9 @@ def _pause_action(verb: str) -> Json:
             "description": f"{description} Recorded in the audit log.",
             "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
             "requestBody": {"required": False, "content": _json(_schema("NoParameters")),
-                            "description": "None, or an empty object; Content-Type must still be application/json."},
+                            "description": "None at all (no Content-Type either, as `curl -X POST` sends), "
+                                           "or an empty object as application/json; a body of any other type "
+                                           "is refused (415)."},
             "responses": _responses("PauseResult", "The queue's state now.", 400, 404, 413, 415),
         }
     }

@@ -8,7 +8,15 @@ several gunicorn workers accept each other's tokens as long as they share the se
 ``LOWKIQ_WEB_SECRET_KEY`` (or the host app's ``SECRET_KEY``), else a random key
 stored once in Redis. Every unsafe request must also come from the console's own
 origin (``Sec-Fetch-Site``, ``Origin``). API posts need no token: they must be
-``application/json``, which no cross-site form can send, and no CORS is ever granted.
+``application/json``, which no cross-site form can send, and no CORS is ever granted;
+or have no body and no Content-Type at all, which a form cannot be either (it always
+sends a type). A page's script can send such a post cross-site (``fetch``, ``sendBeacon``),
+but every browser then sends ``Origin`` (and today ``Sec-Fetch-Site``), which must be the
+console's own; older browsers that sent neither still sent a ``Referer``, checked for these.
+
+The standalone console without a password answers only loopback ``Host`` names and
+``LOWKIQ_WEB_ALLOWED_HOSTS`` (``hosts``): DNS rebinding would otherwise make an attacker's
+page same-origin with it.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, current_app, g, jsonify, request, session, url_for
 
 from ..queue.keys import webui_secret_string
+from . import hosts, proxy
 from .settings import ConsoleSettings
 from .state import settings, state
 
@@ -127,8 +136,28 @@ def check_csrf() -> None:
 # ---- request guards ----------------------------------------------------
 
 
+def check_host(standalone: bool) -> None:
+    """The ``Host`` must be loopback or in LOWKIQ_WEB_ALLOWED_HOSTS: always when that is set, and
+    on a standalone console without a password (DNS rebinding, see ``hosts``). Else a 400 saying how to allow it."""
+    current = settings()
+    if not current.allowed_hosts and not (standalone and current.password is None):
+        return  # a mounted blueprint follows its host app (TRUSTED_HOSTS); a password stops rebinding
+    g.lowkiq_checks_hosts = True
+    if not hosts.is_allowed(request.host, current.allowed_hosts):
+        raise Refused(400, hosts.refusal(request.host, current.password is not None))
+
+
+def check_prefix() -> None:
+    """A 400 when a trusted proxy sent an X-Forwarded-Prefix that is not a plain path (``proxy``)."""
+    value = proxy.refused_prefix(request.environ)
+    if value is not None:
+        shown = value[:100].encode("unicode_escape").decode("ascii")
+        raise Refused(400, f"X-Forwarded-Prefix {shown!r} is not a path like /jobs (one leading '/', no '//', "
+                           "'..', '\\', scheme, query or control character): fix the proxy's configuration.")
+
+
 def check_unsafe_request(api: bool) -> None:
-    """Every POST: same-origin, not read-only, and a CSRF token (forms) or JSON (API)."""
+    """Every POST: same-origin, not read-only, and a CSRF token (forms) or JSON or no body at all (API)."""
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None and site not in ALLOWED_FETCH_SITES:
         raise Refused(403, f"Cross-site request refused (Sec-Fetch-Site: {site}).")
@@ -137,19 +166,49 @@ def check_unsafe_request(api: bool) -> None:
         raise Refused(403, f"Cross-origin request refused (Origin: {origin}).")
     if settings().readonly:
         raise Refused(403, "The console is read-only.")
-    if api:
-        if request.mimetype != "application/json":
-            raise Refused(415, f"POST needs Content-Type: application/json, got {request.mimetype or 'none'!r}.")
-    else:
+    if not api:
         check_csrf()
+    elif request.mimetype == "application/json":
+        return
+    elif _bodyless():
+        _check_referer()
+    else:
+        raise Refused(415, "POST needs Content-Type: application/json (or no body and no Content-Type), "
+                           f"got {request.mimetype or 'none'!r}.")
+
+
+def _bodyless() -> bool:
+    """No Content-Type, no body: what ``curl -X POST`` sends, and no HTML form can (a form always has a type)."""
+    environ = request.environ
+    return (not environ.get("CONTENT_TYPE") and str(environ.get("CONTENT_LENGTH") or "0") == "0"
+            and "HTTP_TRANSFER_ENCODING" not in environ)
+
+
+def _check_referer() -> None:
+    """For bodyless posts: a browser old enough to send neither Origin nor Sec-Fetch-Site sent a Referer."""
+    referer = request.headers.get("Referer")
+    if referer is None:
+        return
+    try:
+        parts = urlsplit(referer)
+    except ValueError:
+        parts = None
+    if parts is None or not _allowed_origin(f"{parts.scheme}://{parts.netloc}", settings()):
+        raise Refused(403, f"Cross-origin request refused (Referer: {referer[:200]}).")
 
 
 def _allowed_origin(origin: str, current: ConsoleSettings) -> bool:
-    """The console's own host (as the browser addressed it), or one of LOWKIQ_WEB_TRUSTED_ORIGINS."""
+    """The console's own host (as the browser addressed it), or one of LOWKIQ_WEB_TRUSTED_ORIGINS.
+
+    Where ``check_host`` applies, the origin's host must also be one it allows: the same test
+    as the ``Host``, so that a name that slipped past one does not pass the other.
+    """
     if origin in current.trusted_origins:
         return True
     theirs = _host_port(origin)
     if theirs is None:  # "null" (a sandboxed frame, a file://) or garbage
+        return False
+    if g.get("lowkiq_checks_hosts") and not hosts.is_allowed(theirs[0], current.allowed_hosts):
         return False
     scheme = urlsplit(origin).scheme
     ours = _host_port(f"{scheme}://{request.host}")
@@ -276,6 +335,8 @@ def install(app: Flask) -> None:
 
     @app.before_request
     def _standalone_guard() -> Response | None:
+        check_prefix()
+        check_host(standalone=True)
         denied = check_auth()
         if denied is not None:
             return denied

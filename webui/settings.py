@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import options
 from ..options import BOOLEAN_HELP, boolean
+from .hosts import allowed_hosts
 
 
 class SettingError(ValueError):
@@ -85,6 +86,9 @@ SETTINGS: tuple[Setting, ...] = (
             "seconds, 60 to 31536000"),
     Setting("LOWKIQ_WEB_TRUSTED_ORIGINS", "trusted_origins", origins, (),
             "origins like https://ops.example.com, separated by commas or spaces"),
+    # Besides loopback names, which are always answered (see hosts.py: DNS rebinding).
+    Setting("LOWKIQ_WEB_ALLOWED_HOSTS", "allowed_hosts", allowed_hosts, (),
+            "host names or addresses like ops.example.com, comma-separated; ports are ignored"),
     # Off by default: one series per shard (24 shards x 50 workers) is a cost every scrape pays.
     Setting("LOWKIQ_WEB_METRICS_PER_SHARD", "metrics_per_shard", boolean, False, BOOLEAN_HELP),
     # 0 by default: X-Forwarded-* headers are trusted only when the operator says a proxy sets them.
@@ -108,6 +112,7 @@ class ConsoleSettings:
     allow_no_auth: bool
     stale_after: float
     trusted_origins: tuple[str, ...]
+    allowed_hosts: tuple[str, ...]
     metrics_per_shard: bool
     proxies: int
 
@@ -134,7 +139,8 @@ def setting_value(setting: Setting, value: Any) -> Any:
         return setting.default
     if isinstance(value, str):
         return parse_text(setting, value, "config key")
-    takes_text = setting.parse in (_text, _user, origins)
+    takes_list = setting.parse in (origins, allowed_hosts)
+    takes_text = setting.parse in (_text, _user) or takes_list
     if setting.parse is boolean:
         if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
             return bool(value)
@@ -143,8 +149,8 @@ def setting_value(setting: Setting, value: Any) -> Any:
             return parse_text(setting, repr(value), "config key")
     elif isinstance(value, bytes) and setting.field == "secret_key" and value:
         return value
-    elif isinstance(value, (list, tuple)) and setting.parse is origins:
-        return parse_text(setting, " ".join(map(str, value)), "config key")
+    elif isinstance(value, (list, tuple)) and takes_list:
+        return parse_text(setting, ",".join(map(str, value)), "config key")
     raise SettingError(f"config key {setting.name}={_shown(setting, value)} is not valid: expected {setting.accepts}")
 
 
