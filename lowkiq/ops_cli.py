@@ -23,6 +23,7 @@ import redis
 
 from . import audit
 from .log_format import visible
+from .queue.confirmations import ConfirmationRefused
 from .queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from .transport import TopologyError
 
@@ -70,7 +71,10 @@ def parser() -> argparse.ArgumentParser:
                             "filter")
     scope.add_argument("--all", action="store_true", help="every dead job of the worker")
     _bounds_arguments(morgue)
-    morgue.add_argument("--dry-run", action="store_true", help="count what would be touched, touch nothing")
+    morgue.add_argument("--dry-run", action="store_true", help="count what would be touched, touch nothing; with "
+                        "--filter or --all, also print a token that --confirm takes within 10 minutes")
+    morgue.add_argument("--confirm", metavar="TOKEN", help="act on exactly the jobs an earlier --dry-run counted "
+                        "(same worker, action and filter), without asking")
     morgue.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     for verb, text in (("pause", "stop servers taking a worker's jobs (enqueueing goes on)"),
                        ("resume", "let servers take a paused worker's jobs again")):
@@ -245,51 +249,71 @@ def pause_or_resume(c: Console, verb: str, worker: str) -> dict[str, Any]:
 
 
 def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None:
+    """Requeue or delete dead jobs: given ids, or those a filter (or --all) matches.
+
+    A filter's jobs are counted first (the dry run), and the action touches exactly the jobs
+    counted, of them those that still match: never one that came to match after the count.
+    """
     view = c.worker(args.worker)
-    shown = None
     if (args.min or args.max) and not args.filter:
         raise OpsError("--min and --max need --filter FIELD")
-    if args.all:
-        touched = next(m.morgue_length for v, m in c.metrics([view], full=False))
-        scope = "every dead job"
-    elif args.filter:
-        shown = _listing(args, MORGUE_ORDERS, "updated_at")
-        touched = c.queries(view).morgue_count(shown.order_by, min=shown.min or None, max=shown.max or None)
-        scope = f"the dead jobs with {_scope_text(shown)}"
-    else:
-        args.ids = list(dict.fromkeys(args.ids))  # an id given twice is one job
-        touched = len(c.queries(view).morgue_jobs(args.ids))
-        scope = f"{touched:,} of the {len(args.ids):,} ids given (the others are not dead jobs)"
     verb = "requeue" if args.action == "requeue" else "delete"
+    if args.ids:
+        return _morgue_ids(c, view, verb, args)
+    shown = _listing(args, MORGUE_ORDERS, "updated_at") if args.filter else None
+    order_by = shown.order_by if shown else "updated_at"
+    bounds = {"min": (shown.min or None) if shown else None, "max": (shown.max or None) if shown else None}
+    scope = f"the dead jobs with {_scope_text(shown)}" if shown else "every dead job"
+    filtered = _filter_json(shown) if shown else {}
+    token = args.confirm
+    if token is None:
+        pending = c.count_matching(view, "morgue", verb, order_by, **bounds)
+        if args.dry_run:
+            return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": pending.count,
+                    "sample": pending.sample, "confirm": pending.token, **filtered}
+        _ask(args, f"{verb} {scope} of {view.name}: {pending.count:,} jobs", pending.count)
+        token = pending.token
+    started = time.monotonic()
+    try:
+        done = c.act_on_counted(view, "morgue", verb, order_by, token, **bounds)
+    except ConfirmationRefused as exc:
+        raise OpsError(f"nothing done: {exc}") from None
+    action = f"morgue/{verb}_matching" if shown else f"morgue/{verb}"
+    audit.record(c.client, who=_user(), source="cli", action=action, worker=view.name, count=done.touched,
+                 scope=_scope_text(shown) if shown else "all")
+    return {"worker": view.name, "action": action, "touched": done.touched, "counted": done.counted,
+            "skipped": done.skipped, "seconds": round(time.monotonic() - started, 3), **filtered}
+
+
+def _morgue_ids(c: Console, view: Any, verb: str, args: argparse.Namespace) -> dict[str, Any]:
+    ids = list(dict.fromkeys(args.ids))  # an id given twice is one job
+    if args.confirm is not None:
+        raise OpsError("--confirm goes with --filter or --all (a dry run's count), not with --ids")
+    dead = len(c.queries(view).morgue_jobs(ids))
     if args.dry_run:
-        return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": touched,
-                **(_filter_json(shown) if shown else {})}
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise OpsError(f"{verb} {touched:,} dead jobs of {view.name}: add --yes to confirm (stdin is not a terminal)")
-        try:
-            answer = input(f"{verb} {scope} of {view.name}: {touched:,} jobs. Type yes to go on: ")
-        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: a "no"
-            print(file=sys.stderr)
-            answer = ""
-        if answer.strip().lower() != "yes":
-            raise OpsError("nothing done")
+        return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": dead}
+    _ask(args, f"{verb} {dead:,} of the {len(ids):,} ids given (the others are not dead jobs) of {view.name}", dead)
     actions = c.actions(view)
     started = time.monotonic()
-    ids: list[str] = []
-    if args.all:
-        count = actions.morgue_requeue_all() if verb == "requeue" else actions.morgue_delete_all()
-        action, recorded_scope = f"morgue/{verb}", "all"
-    elif shown is not None:
-        count = c.act_on_matching(view, "morgue", verb, shown.order_by, min=shown.min or None, max=shown.max or None)
-        action, recorded_scope = f"morgue/{verb}_matching", _scope_text(shown)
-    else:
-        count = actions.morgue_requeue(args.ids) if verb == "requeue" else actions.morgue_delete(args.ids)
-        action, ids, recorded_scope = f"morgue/{verb}", list(args.ids), ""
-    audit.record(c.client, who=_user(), source="cli", action=action, worker=view.name, count=count, ids=ids,
-                 scope=recorded_scope)
-    return {"worker": view.name, "action": action, "touched": count, "seconds": round(time.monotonic() - started, 3),
-            **(_filter_json(shown) if shown else {})}
+    count = actions.morgue_requeue(ids) if verb == "requeue" else actions.morgue_delete(ids)
+    audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=count, ids=ids)
+    return {"worker": view.name, "action": f"morgue/{verb}", "touched": count,
+            "seconds": round(time.monotonic() - started, 3)}
+
+
+def _ask(args: argparse.Namespace, question: str, count: int) -> None:
+    """Go on when --yes was given or the operator types yes; else OpsError."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise OpsError(f"{question}: add --yes to confirm (stdin is not a terminal)")
+    try:
+        answer = input(f"{question}. Type yes to go on: ")
+    except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: a "no"
+        print(file=sys.stderr)
+        answer = ""
+    if answer.strip().lower() != "yes":
+        raise OpsError("nothing done")
 
 
 def _user() -> str:

@@ -30,10 +30,13 @@ def test_a_form_action_is_recorded_with_the_host_apps_user(runtime):
     token = csrf(client, W + "/morgue")
     client.post(W + "/morgue/requeue", data={"csrf_token": token, "ids": ["0", "1", "9"], "next": W + "/morgue"})
     client.post(W + "/morgue/delete_all", data={"csrf_token": token, "next": W + "/morgue"})
-    first, second = reversed(audit.read(runtime.client))
+    first, started, ended = reversed(audit.read(runtime.client))
     assert (first.who, first.source, first.action, first.worker, first.count, first.ids) == (
         "alice@example.com", "console", "morgue/requeue", "OrdersWorker", 2, ["0", "1", "9"])
-    assert (second.action, second.count, second.scope) == ("morgue/delete_all", 2, "all")
+    # An action on a whole area is recorded when it starts and when it ends.
+    assert (started.who, started.action, started.count, started.scope) == (
+        "alice@example.com", "morgue/delete_all", 0, "all: started")
+    assert (ended.action, ended.count, ended.scope) == ("morgue/delete_all", 2, "all")
 
 
 def test_an_api_action_is_recorded_and_anonymous_without_a_user(client, runtime):

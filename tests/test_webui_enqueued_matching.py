@@ -10,6 +10,7 @@ from webui_support import (  # noqa: F401 - fixtures
     counts,
     csrf,
     fail,
+    matching,
     runtime,
 )
 
@@ -19,8 +20,8 @@ W = "/lowkiq/workers/OrdersWorker"
 
 
 def post(client, verb: str, listing: str, **form: str):
-    token = csrf(client, listing)
-    return client.post(f"{W}/enqueued/{verb}_matching", data={"csrf_token": token, "next": listing, **form})
+    """The button, then Confirm on the page that shows the count: the response to Confirm."""
+    return matching(client, f"{W}/enqueued/{verb}_matching", listing, **form)[1]
 
 
 def test_delete_matching_an_id_range_deletes_that_range_only(client, runtime, monkeypatch):
@@ -31,8 +32,8 @@ def test_delete_matching_an_id_range_deletes_that_range_only(client, runtime, mo
     listing = W + "/enqueued?order_by=id&min=job-10&max=job-19"
     page = client.get(listing).get_data(as_text=True)
     assert "Delete matching (10)" in page and "Kill matching (10)" in page and "Perform now matching (10)" in page
-    assert "Delete 10 queued jobs matching the filter of OrdersWorker?" in page
-    done = post(client, "delete", listing, order_by="id", min="job-10", max="job-19")
+    asked, done = matching(client, f"{W}/enqueued/delete_matching", listing, order_by="id", min="job-10", max="job-19")
+    assert "Delete 10 queued jobs for good?" in asked
     assert done.status_code == 303 and done.headers["Location"] == listing
     assert counts(runtime, OrdersWorker) == (40, 0)
     q = runtime.queries(OrdersWorker)

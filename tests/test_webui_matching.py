@@ -9,6 +9,7 @@ from webui_support import (  # noqa: F401 - fixtures
     counts,
     csrf,
     make_dead,
+    matching,
     runtime,
 )
 
@@ -23,10 +24,8 @@ def test_a_filter_showing_one_job_touches_that_job_only(client, runtime):
     listing = W + "/morgue?order_by=id&min=job-07&max=job-07"
     page = client.get(listing)
     assert b"Requeue matching (1)" in page.data and b"Delete matching (1)" in page.data
-    assert b"Delete 1 dead job matching the filter of OrdersWorker?" in page.data
-    token = csrf(client, listing)
-    done = client.post(W + "/morgue/delete_matching", data={"csrf_token": token, "next": listing, "order_by": "id",
-                                                           "min": "job-07", "max": "job-07"})
+    asked, done = matching(client, W + "/morgue/delete_matching", listing, order_by="id", min="job-07", max="job-07")
+    assert "Delete 1 dead job for good?" in asked and "id from job-07 to job-07" in asked
     assert done.status_code == 303 and done.headers["Location"] == listing
     assert counts(runtime, OrdersWorker) == (0, 63)
     assert b"Deleted 1 dead job (id from job-07 to job-07)." in client.get(listing).data
@@ -41,9 +40,7 @@ def test_a_range_larger_than_a_chunk_is_requeued_whole(client, runtime, monkeypa
     make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}"} for i in range(50)])
     listing = W + "/morgue?order_by=id&min=job-10&max=job-39"
     assert b"Requeue matching (30)" in client.get(listing).data
-    token = csrf(client, listing)
-    client.post(W + "/morgue/requeue_matching", data={"csrf_token": token, "next": listing, "order_by": "id",
-                                                      "min": "job-10", "max": "job-39"})
+    matching(client, W + "/morgue/requeue_matching", listing, order_by="id", min="job-10", max="job-39")
     assert counts(runtime, OrdersWorker) == (30, 20)
     q = runtime.queries(OrdersWorker)
     assert q.job("job-10") is not None and q.job("job-39") is not None and q.job("job-40") is None
@@ -52,9 +49,9 @@ def test_a_range_larger_than_a_chunk_is_requeued_whole(client, runtime, monkeypa
 def test_without_a_filter_the_buttons_say_all_and_count_everything(client, runtime):
     make_dead(runtime, OrdersWorker, [{"id": i} for i in range(5)])
     page = client.get(W + "/morgue")
-    assert b"Requeue all (5)" in page.data and b"Delete 5 dead jobs of OrdersWorker?" in page.data
-    token = csrf(client, W + "/morgue")
-    client.post(W + "/morgue/requeue_matching", data={"csrf_token": token, "next": W + "/morgue"})
+    assert b"Requeue all (5)" in page.data and b"Delete all (5)" in page.data
+    asked, _ = matching(client, W + "/morgue/requeue_matching", W + "/morgue")
+    assert "Requeue 5 dead jobs?" in asked and "(all)" in asked
     assert counts(runtime, OrdersWorker) == (5, 0)
     assert b"Requeue all" not in client.get(W + "/morgue").data  # nothing dead: no buttons
 
@@ -68,8 +65,7 @@ def test_time_filters_count_what_they_show(client, runtime, clock):
     assert b"Requeue matching (1)" in page.data
     assert runtime.queries(OrdersWorker).morgue_count("updated_at", max=late_from) == 1
     listing = W + f"/morgue?order_by=updated_at&min={late_from}"
-    done = client.post(W + "/morgue/requeue_matching", data={"csrf_token": csrf(client, listing), "next": listing,
-                                                            "order_by": "updated_at", "min": late_from})
+    _, done = matching(client, W + "/morgue/requeue_matching", listing, order_by="updated_at", min=late_from)
     assert done.status_code == 303
     when = formatting.absolute(float(late_from))  # a date people read, and the exact unix time beside it
     assert f"Requeued 1 dead job (updated_at from {when} ({late_from}) to the last).".encode() in client.get(listing).data
@@ -83,9 +79,7 @@ def test_a_long_filter_is_shortened_in_the_flash_and_kept_whole_in_the_audit_log
     low = "job-00" + "0" * 5000  # sorts after job-00, before job-01: matches job-01 .. job-09
     high = "job-99" + "é" * 5000  # the worst case: the cookie quotes each of these as 8 characters
     listing = W + "/morgue?order_by=id"
-    token = csrf(client, listing)
-    done = client.post(W + "/morgue/requeue_matching", data={"csrf_token": token, "next": listing, "order_by": "id",
-                                                            "min": low, "max": high})
+    _, done = matching(client, W + "/morgue/requeue_matching", listing, order_by="id", min=low, max=high)
     assert done.status_code == 303
     assert len(done.headers["Set-Cookie"]) < 4000
     assert counts(runtime, OrdersWorker) == (9, 1)

@@ -98,3 +98,18 @@ def counts(rt: Runtime, worker: type[lowkiq.Worker]) -> tuple[int, int]:
 
     [m] = queue_metrics(rt.client, [worker.keys()])
     return m.length, m.morgue_length
+
+
+def matching(client: FlaskClient, action: str, listing: str, **form: str) -> tuple[str, Any]:
+    """A "matching" action as an operator does it: the button (a dry run, answered with a page that
+    says the count and carries its token), then Confirm on that page.
+
+    Returns the confirmation page's text and the response to Confirm.
+    """
+    token = csrf(client, listing)
+    asked = client.post(action, data={"csrf_token": token, "next": listing, **form})
+    assert asked.status_code == 200, asked.data
+    found = re.search(rb'name="confirm" value="([^"]+)"', asked.data)
+    assert found, "no confirmation token on the page"
+    done = client.post(action, data={"csrf_token": token, "next": listing, "confirm": found.group(1).decode(), **form})
+    return asked.get_data(as_text=True), done

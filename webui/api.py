@@ -7,17 +7,19 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from .. import history
+from .. import audit, history
 from ..history import Minute
 from ..jobs import Job, MorgueJob
+from ..queue.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..queue.metrics import CONSOLE_SHARD_BUDGET
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor, listing
 from .blueprint import bp
+from .console import MATCHING_VERBS
 from .listing import BadInput
 from .operations import MAX_IDS, OPERATIONS, Operation
 from .state import console, settings
-from .views import dashboard_data
+from .views import dashboard_data, filter_text, run_operation
 
 API_PAGE_SIZE = 100
 
@@ -255,10 +257,61 @@ def _body_ids(op: Operation) -> list[str]:
 def _api_act(op: Operation, worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    ids = _body_ids(op)
-    count = op.run(c.actions(view), ids)
-    actor.record(c, op, view, ids, count, "api")
-    return reply({"count": count})
+    return reply({"count": run_operation(c, op, view, _body_ids(op), "api")})
+
+
+# What a refused confirmation answers: a reused token is a conflict, an expired one is gone.
+REFUSAL_STATUS = {"used": 409, "expired": 410, "unknown": 400, "mismatch": 400}
+MATCHING_FIELDS = ("action", "order_by", "min", "max", "dry_run", "confirm")
+
+
+@bp.post("/api/v1/workers/<worker>/<any(enqueued, morgue):area>/matching")
+def api_matching(worker: str, area: str) -> Response:
+    """A filter-scoped action in two steps: ``dry_run`` counts the jobs the filter matches now and answers a
+    token; the same body with ``confirm: <token>`` acts on exactly the jobs counted (those that still match)."""
+    c = console()
+    view = c.worker(worker)
+    body = body_object()
+    if body is None:
+        raise BadInput('the body must be a JSON object like {"action": "requeue", "dry_run": true}')
+    unknown = sorted(set(body) - set(MATCHING_FIELDS))
+    if unknown:
+        raise BadInput(f"unknown fields {unknown}; expected {', '.join(MATCHING_FIELDS)}")
+    verbs = MATCHING_VERBS["morgue" if area == "morgue" else "enqueued"]
+    verb = body.get("action")
+    if verb not in verbs:
+        raise BadInput(f'"action" must be one of {", ".join(verbs)} on {area} jobs, got {verb!r:.100}')
+    dry_run, token = body.get("dry_run", False), body.get("confirm")
+    if not isinstance(dry_run, bool):
+        raise BadInput(f'"dry_run" must be true or false, got {dry_run!r:.100}')
+    if dry_run == (token is not None):
+        raise BadInput('send either "dry_run": true (to count) or "confirm": "<token>" (to act), not both or neither')
+    if token is not None and not isinstance(token, str):
+        raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
+    orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
+    fields = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
+    args = listing.parse(fields, orders, default_order=default, default_limit=1)
+    bounds = {"min": args.min or None, "max": args.max or None}
+    if dry_run:
+        pending = c.count_matching(view, area, verb, args.order_by, **bounds)
+        return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,
+                      "expires_in": TTL_SECONDS})
+    try:
+        done = c.act_on_counted(view, area, verb, args.order_by, token, **bounds)
+    except ConfirmationRefused as exc:
+        return reply({"error": str(exc), "reason": exc.reason}, REFUSAL_STATUS[exc.reason])
+    audit.record(c.client, who=actor.actor(), source="api", action=f"{area}/{verb}_matching", worker=view.name,
+                 count=done.touched, scope=filter_text(args))
+    return reply({"touched": done.touched, "counted": done.counted, "skipped": done.skipped})
+
+
+def _form_value(value: Any) -> str:
+    """A JSON bound as the listing's form reads it: a string or a number; null or absent is open."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise BadInput(f"a bound must be a string or a number, got {value!r:.100}")
+    return value if isinstance(value, str) else repr(value)
 
 
 def _register() -> None:

@@ -11,6 +11,7 @@ A console finds its workers in one of two ways:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -19,10 +20,11 @@ from typing import Any
 
 import redis
 
-from .. import app_file, connection, registry
+from .. import app_file, audit, connection, registry
 from ..config import redis_url_from
 from ..membership import Member
-from ..queue.actions import Actions
+from ..queue.actions import Actions, Filter
+from ..queue.confirmations import Confirmations, Pending
 from ..queue.keys import QueueKeys
 from ..queue.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
 from ..queue.queries import Queries
@@ -70,6 +72,21 @@ class WorkerView:
     @property
     def name(self) -> str:
         return self.info.name
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What a confirmed "matching" action did: how many jobs its dry run counted, how many it touched.
+
+    The difference is the jobs that no longer matched when it ran: performed, moved or
+    deleted since, or changed so that the filter no longer holds them."""
+
+    counted: int
+    touched: int
+
+    @property
+    def skipped(self) -> int:
+        return self.counted - self.touched
 
 
 @dataclass(frozen=True)
@@ -155,15 +172,53 @@ class Console:
     def actions(self, view: WorkerView) -> Actions:
         return Actions(self.client, view.keys, clock=self.clock)
 
-    def act_on_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
-                        max: Any = None) -> int:
-        """Act (``MATCHING_VERBS[area][verb]``) on every job of ``area`` ("morgue" or "enqueued") within
-        ``min``..``max`` of ``order_by`` (all of them without bounds), in chunks of MATCHING_CHUNK ids, each
-        chunk its own short script; how many jobs were touched."""
-        q, actions = self.queries(view), self.actions(view)
-        act = getattr(actions, MATCHING_VERBS[area][verb])
+    def count_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
+                       max: Any = None) -> Pending:
+        """The dry run of a "matching" action (``MATCHING_VERBS[area][verb]``): the jobs of ``area``
+        ("morgue" or "enqueued") within ``min``..``max`` of ``order_by`` (all without bounds) are counted,
+        and their ids kept under a token that confirms acting on exactly those (``act_on_counted``)."""
+        _matching_method(area, verb)
+        q = self.queries(view)
         ids_of = q.morgue_ids if area == "morgue" else q.enqueued_ids
-        return sum(act(ids) for ids in ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK))
+        chunks = ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK)
+        return Confirmations(self.client).create(_scope(view, area, verb, order_by, min, max), chunks)
+
+    def act_on_counted(self, view: WorkerView, area: str, verb: str, order_by: str, token: str, *, min: Any = None,
+                       max: Any = None) -> Counted:
+        """Act on the jobs the dry run of ``token`` counted, and of those on the ones that still match the
+        filter: a job that came to match after the count is never touched. In chunks of MATCHING_CHUNK
+        ids, each its own short script. Raises ConfirmationRefused (touching nothing) for a token that
+        was used, has expired, was never issued or counted another action."""
+        act = getattr(self.actions(view), _matching_method(area, verb))
+        counted, chunks = Confirmations(self.client).take(token, _scope(view, area, verb, order_by, min, max))
+        within = Filter(order_by, min, max)
+        touched = sum(act(ids, within=within) for ids in chunks)
+        return Counted(counted, touched)
+
+    def act_on_all(self, view: WorkerView, method: str, *, who: str, source: str, action: str) -> int:
+        """A whole-area action of ``Actions`` (``morgue_requeue_all``, ``kill_failed``, ...), in chunks, with
+        an audit entry when it starts and one when it ends: also when it is cut off (an error, the
+        process stopping), with how many jobs it had touched by then. Each chunk is atomic: what an
+        interrupted action did not reach is untouched, and running it again goes on from there."""
+        run = getattr(self.actions(view), method)
+        entry = {"who": who, "source": source, "action": action, "worker": view.name}
+        audit.record(self.client, **entry, count=0, scope="all: started")
+        done = 0
+
+        def progress(touched: int) -> None:
+            nonlocal done
+            done = touched
+
+        try:
+            count: int = run(progress=progress)
+        except BaseException as exc:
+            # When Redis itself is what failed, the start entry stays and the error goes up.
+            with contextlib.suppress(Exception):
+                audit.record(self.client, **entry, count=done,
+                             scope=f"all: cut off after {done:,} jobs ({type(exc).__name__})")
+            raise
+        audit.record(self.client, **entry, count=count, scope="all")
+        return count
 
     def find(self, job_id: str) -> list[Found]:
         """Where an id is, in every worker: queued, busy (in processing) and dead, each a record."""
@@ -201,6 +256,20 @@ class Console:
         views = self.workers()
         measured, _, members = self._reader.read_with_members([v.keys for v in views], now, with_info=False)
         return list(zip(views, measured)), members
+
+
+def _matching_method(area: str, verb: str) -> str:
+    try:
+        return MATCHING_VERBS[area][verb]
+    except KeyError:
+        raise ValueError(f"no {verb!r} action on {area!r} jobs; "
+                         f"expected one of {', '.join(MATCHING_VERBS.get(area, {}))}") from None
+
+
+def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max: Any) -> dict[str, str]:
+    """What a confirmation token confirms, field by field (the confirmed request must say the same)."""
+    return {"worker": view.name, "area": area, "action": verb, "order_by": order_by,
+            "min": "" if min is None else str(min), "max": "" if max is None else str(max)}
 
 
 def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from werkzeug.urls import iri_to_uri
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from .. import audit, history
+from ..queue.confirmations import ConfirmationRefused
 from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor, chart, formatting, history_chart, listing
 from .blueprint import bp
@@ -141,7 +142,19 @@ def enqueued_matching(worker: str, verb: str) -> BaseResponse:
     return _matching(worker, "enqueued", verb)
 
 
+# What each "matching" action asks before it acts: {jobs} as above.
+MATCHING_ASK = {
+    ("morgue", "requeue"): "Requeue {jobs}",
+    ("morgue", "delete"): "Delete {jobs} for good",
+    ("enqueued", "delete"): "Delete {jobs} for good",
+    ("enqueued", "kill"): "Move {jobs} to the morgue",
+    ("enqueued", "perform_now"): "Make {jobs} ready now (those already due stay as they are)",
+}
+
+
 def _matching(worker: str, area: str, verb: str) -> BaseResponse:
+    """Without ``confirm``: count what the filter matches now and ask, on a page of its own, to act on
+    exactly those (the dry run). With the token that page carries: act on the jobs counted."""
     if (area, verb) not in MATCHING_DONE:
         abort(404)
     c = console()
@@ -149,18 +162,37 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     back = _back(view)
     orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
-    touched = c.act_on_matching(view, area, verb, args.order_by, min=args.min or None, max=args.max or None)
-    audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
-                 count=touched, scope=_filter_text(args))
+    bounds = {"min": args.min or None, "max": args.max or None}
     kind = "dead job" if area == "morgue" else "queued job"
-    jobs = f"{touched:,} {kind}{'' if touched == 1 else 's'}"
-    message = f"{MATCHING_DONE[area, verb].format(jobs=jobs)} ({_filter_text(args, FLASH_FILTER_CHARS)})."
+    token = request.form.get("confirm", "")
+    if not token:
+        pending = c.count_matching(view, area, verb, args.order_by, **bounds)
+        if not pending.count:
+            return _flash_back(back, f"No {kind} matches now ({filter_text(args, FLASH_FILTER_CHARS)}): nothing done.")
+        ask = MATCHING_ASK[area, verb].format(jobs=formatting.plural(pending.count, kind))
+        return page("lowkiq/confirm.html", view=view, tab="", ask=ask, pending=pending, back=back,
+                    scope=filter_text(args), action=request.path, fields=args.first_page().args())
+    try:
+        done = c.act_on_counted(view, area, verb, args.order_by, token, **bounds)
+    except ConfirmationRefused as exc:
+        return _flash_back(back, f"Nothing done: {exc}.")
+    audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
+                 count=done.touched, scope=filter_text(args))
+    jobs = formatting.plural(done.touched, kind)
+    message = f"{MATCHING_DONE[area, verb].format(jobs=jobs)} ({filter_text(args, FLASH_FILTER_CHARS)})."
+    if done.skipped:
+        message += (f" {done.skipped:,} of the {done.counted:,} counted no longer matched "
+                    f"(performed, moved or changed since the count) and were left alone.")
+    return _flash_back(back, message)
+
+
+def _flash_back(back: str, message: str) -> BaseResponse:
     response = redirect(back, code=303)
     response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
     return response
 
 
-def _filter_text(args: listing.Listing, limit: int | None = None) -> str:
+def filter_text(args: listing.Listing, limit: int | None = None) -> str:
     """The filter for people; each value cut to ``limit`` characters when given."""
     if not (args.min or args.max):
         return "all"
@@ -265,14 +297,18 @@ def _act(op: Operation, worker: str) -> BaseResponse:
     except ValueError as exc:
         raise BadInput(f"ids: {exc}") from None
     if op.takes_ids and not ids:
-        message = "No job selected."
-    else:
-        count = op.run(c.actions(view), ids)
-        actor.record(c, op, view, ids, count, "console")
-        message = op.message(count)
-    response = redirect(back, code=303)
-    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
-    return response
+        return _flash_back(back, "No job selected.")
+    return _flash_back(back, op.message(run_operation(c, op, view, ids, "console")))
+
+
+def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], source: str) -> int:
+    """An operation, audited: on ids, one entry; on a whole area, in chunks, an entry when it starts
+    and one when it ends (or is cut off)."""
+    if not op.takes_ids:
+        return c.act_on_all(view, op.method, who=actor.actor(), source=source, action=op.path)
+    count = op.run(c.actions(view), ids)
+    actor.record(c, op, view, ids, count, source)
+    return count
 
 
 def _back(view: WorkerView) -> str:

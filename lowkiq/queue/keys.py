@@ -220,6 +220,35 @@ class AuditKeys:
 
 
 @dataclass(frozen=True)
+class ConfirmKeys:
+    """One bulk action's confirmation, all in its own slot: what it confirms, the ids its dry run
+    counted, and a mark that it was used (to tell a reused token from an unknown one)."""
+
+    token: str
+
+    @property
+    def tag(self) -> str:
+        return f"{PREFIX}:{{confirm:{self.token}}}"
+
+    @property
+    def scope_hash(self) -> str:
+        """field -> value: worker, area, action, filter and the count the operator was shown."""
+        return f"{self.tag}:scope"
+
+    @property
+    def ids_list(self) -> str:
+        """The counted ids, a JSON array of up to a chunk's ids per item, in the filter's order."""
+        return f"{self.tag}:ids"
+
+    @property
+    def used_string(self) -> str:
+        return f"{self.tag}:used"
+
+    def all(self) -> list[str]:
+        return [self.scope_hash, self.ids_list, self.used_string]
+
+
+@dataclass(frozen=True)
 class PauseKeys:
     """Paused queues and the audit log: a pause and its audit entry are one script in the {lowkiq} slot."""
 

@@ -176,13 +176,46 @@ local function remove_from_morgue(ids)
   call_chunked('HDEL', K_M_ERRORS, ids, 1)
 end
 
--- Ids given by the caller, or every id of a zset when the caller says 'all'.
-local function target_ids(mode, first, all_zset)
+-- Whether a job still matches the filter an operator counted: its id (index 'id', bytewise) or its
+-- score in the index (perform_in, retry_count, updated_at) within lo..hi, inclusive; '' is unbounded.
+-- A job that left the index matches nothing.
+local function matches(id, index, lo, hi)
+  if index == 'id' then
+    return (lo == '' or not bytes_lt(id, lo)) and (hi == '' or not bytes_lt(hi, id))
+  end
+  local score
+  if index == 'perform_in' then
+    score = redis.call('ZSCORE', K_READY, id)
+  elseif index == 'updated_at' then
+    score = redis.call('ZSCORE', K_M_UPDATED, id)
+  elseif index == 'retry_count' then
+    score = redis.call('ZSCORE', K_RETRIES, id)
+    if not score and redis.call('HEXISTS', K_PAYLOADS, id) == 1 then score = -1 end
+  end
+  if not score then return false end
+  score = tonumber(score)
+  return (lo == '' or score >= tonumber(lo)) and (hi == '' or score <= tonumber(hi))
+end
+
+-- The ids a script acts on, from ARGV[first] on:
+--   'ids', id, ...                 the given ids;
+--   'match', index, lo, hi, id, ... the given ids that still match that filter (see matches);
+--   'all', limit                   the first ``limit`` ids of ``all_zset``: one chunk of an action on a
+--                                  whole area, so that no script's run time grows with the queue.
+local function target_ids(first, all_zset)
+  local mode = ARGV[first]
   if mode == 'all' then
-    return redis.call('ZRANGE', all_zset, 0, -1)
+    return redis.call('ZRANGE', all_zset, 0, tonumber(ARGV[first + 1]) - 1)
   end
   local ids = {}
-  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
+  if mode == 'match' then
+    local index, lo, hi = ARGV[first + 1], ARGV[first + 2], ARGV[first + 3]
+    for i = first + 4, #ARGV do
+      if matches(ARGV[i], index, lo, hi) then ids[#ids + 1] = ARGV[i] end
+    end
+  else
+    for i = first + 1, #ARGV do ids[#ids + 1] = ARGV[i] end
+  end
   return ids
 end
 

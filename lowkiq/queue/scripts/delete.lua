@@ -1,9 +1,9 @@
--- Delete queued jobs.
--- ARGV[1] = 'ids' or 'all', ARGV[2..] = ids
+-- Delete queued jobs (not those in processing).
+-- ARGV[1..] = the targets (see target_ids); a chunk of 'all' takes fresh ids first, then retried ones.
 -- Returns the number of jobs deleted.
-local ids = target_ids(ARGV[1], 2, K_LEX)
-if ARGV[1] == 'all' then
-  for _, id in ipairs(redis.call('ZRANGE', K_RLEX, 0, -1)) do ids[#ids + 1] = id end
+local ids = target_ids(1, K_LEX)
+if ARGV[1] == 'all' and #ids < tonumber(ARGV[2]) then
+  for _, id in ipairs(redis.call('ZRANGE', K_RLEX, 0, tonumber(ARGV[2]) - #ids - 1)) do ids[#ids + 1] = id end
 end
 local deleted = {}
 for _, id in ipairs(ids) do

@@ -1,8 +1,8 @@
 -- Move morgue jobs back to the queue (merge rule "requeued": perform_in = now, retry_count = -1).
--- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = 'ids' or 'all', ARGV[3..] = ids
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2..] = the targets (see target_ids)
 -- Returns the number of jobs requeued.
 local now = clock_now(ARGV[1])
-local ids = target_ids(ARGV[2], 3, K_M_LEX)
+local ids = target_ids(2, K_M_LEX)
 local moved = {}
 for _, id in ipairs(ids) do
   local blob = redis.call('HGET', K_M_PAYLOADS, id)
