@@ -1,9 +1,14 @@
 """The audit log: every operator action (console, API, CLI) with who, what, on which jobs, and how many.
 
-Entries live in one capped Redis list (``AUDIT_KEEP`` newest), each written by one
-script that stamps it with Redis server time, so entries from many hosts sort by
-one clock. Reading never fails on a malformed entry: it comes back with what
-could be read.
+Entries live in one Redis list, each written by one script that stamps it with Redis
+server time, so entries from many hosts sort by one clock. Reading never fails on a
+malformed entry: it comes back with what could be read.
+
+The log is bounded in bytes, not only in entries, because what an entry holds comes from
+operators and clients: every field is clipped, ids are named up to ``IDS_KEPT`` and
+``IDS_BYTES`` and then only counted (``ids_total``), so an entry stays under
+``ENTRY_BYTES``; the script keeps the ``AUDIT_KEEP`` newest entries and trims the oldest
+while the list holds more than ``AUDIT_BYTES`` of Redis memory.
 """
 
 from __future__ import annotations
@@ -18,8 +23,19 @@ from .queue.keys import AuditKeys
 AUDIT_KEYS = AuditKeys()
 # Enough for weeks of incidents; each entry is a few hundred bytes.
 AUDIT_KEEP = 10_000
-# Ids named in an entry at most: a bulk action on 50,000 ids records its count, not every id.
+# The list's Redis memory at most (MEMORY USAGE): 10,000 entries of ids could otherwise be 160 MB.
+AUDIT_BYTES = 16 * 1024 * 1024
+# An entry's JSON at most; the script refuses a larger one (a writer that skipped ``record``).
+ENTRY_BYTES = 16 * 1024 - 32  # the stamp in front ("<ms> ") fits in what is left
+# Ids named in an entry at most, by number and by their JSON's bytes: a bulk action on 50,000
+# ids, or on 100 ids of a kilobyte, records its count and the first ids that fit.
 IDS_KEPT = 100
+IDS_BYTES = 8 * 1024
+# Characters kept of each field; the cut ones end with CUT. At most 6 bytes a character in JSON
+# ("\u001b"), so everything but the ids stays under 6.5 KB.
+CUT = "…"
+FIELD_CHARS = {"who": 200, "source": 20, "action": 100, "worker": 200, "scope": 500}
+ID_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -41,10 +57,51 @@ class Entry:
 
 def record(client: Any, *, who: str, source: str, action: str, worker: str, count: int,
            ids: list[str] | None = None, scope: str = "") -> None:
+    """Append an entry, clipped to ``ENTRY_BYTES`` (see ``entry_json``), and trim the log.
+
+    Example::
+
+        audit.record(client, who="alice", source="cli", action="morgue/requeue", worker="OrdersWorker",
+                     count=2, ids=["1", "2"])
+    """
+    text = entry_json(who=who, source=source, action=action, worker=worker, count=count, ids=ids, scope=scope)
+    lua.run(client, "audit", AUDIT_KEYS, (text, AUDIT_KEEP, AUDIT_BYTES, ENTRY_BYTES))
+
+
+def entry_json(*, who: str, source: str, action: str, worker: str, count: int,
+               ids: list[str] | None = None, scope: str = "") -> str:
+    """The entry as stored (without its time): every field clipped, the ids that fit, their total.
+
+    At most ``ENTRY_BYTES`` of UTF-8 whatever it is given.
+    """
     ids = list(ids or [])
-    entry = {"who": who, "source": source, "action": action, "worker": worker, "count": count,
-             "ids": ids[:IDS_KEPT], "ids_total": len(ids), "scope": scope}
-    lua.run(client, "audit", AUDIT_KEYS, (json.dumps(entry, ensure_ascii=False), AUDIT_KEEP))
+    fields = {"who": who, "source": source, "action": action, "worker": worker, "scope": scope}
+    entry: dict[str, Any] = {name: _clip(value, FIELD_CHARS[name]) for name, value in fields.items()}
+    entry.update(count=int(count), ids=_ids_that_fit(ids), ids_total=len(ids))
+    text = json.dumps(entry, ensure_ascii=False)
+    while len(text.encode()) > ENTRY_BYTES and entry["ids"]:  # not reached with the limits above: a guard
+        entry["ids"] = entry["ids"][: len(entry["ids"]) // 2]
+        text = json.dumps(entry, ensure_ascii=False)
+    return text
+
+
+def _clip(value: object, chars: int) -> str:
+    # A lone surrogate ("\ud800") cannot be UTF-8: written out as its escape, never an error.
+    text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= chars else text[: chars - len(CUT)] + CUT
+
+
+def _ids_that_fit(ids: list[str]) -> list[str]:
+    kept: list[str] = []
+    used = 2  # "[]"
+    for job_id in ids[:IDS_KEPT]:
+        clipped = _clip(job_id, ID_CHARS)
+        size = len(json.dumps(clipped, ensure_ascii=False).encode()) + 2  # ", "
+        if used + size > IDS_BYTES:
+            break
+        kept.append(clipped)
+        used += size
+    return kept
 
 
 def read(client: Any, limit: int = 100) -> list[Entry]:

@@ -1,19 +1,22 @@
 """Who acts in the console, and the audit entry each action leaves.
 
-The name is the host app's (``LOWKIQ_WEB_CURRENT_USER``: a callable returning the
-signed-in user's name), else the basic-auth user of the standalone console, else
-"anonymous" with the client's address.
+Only identities someone verified are recorded: the host app's (``LOWKIQ_WEB_CURRENT_USER``:
+a callable returning the signed-in user's name), else the console's own basic-auth user once
+``security.check_auth`` has checked the password, else "anonymous" with the client's address.
+A name in an ``Authorization`` header nobody checked (a console without a password, a host
+app's routes) is what the client claims, and an audit log must not repeat a claim.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flask import current_app, request
+from flask import current_app, g, request
 
 from .. import audit
 from .console import Console, WorkerView
 from .operations import Operation
+from .state import settings
 
 CURRENT_USER_HOOK = "LOWKIQ_WEB_CURRENT_USER"
 
@@ -24,9 +27,8 @@ def actor() -> str:
         name = hook()
         if name:
             return str(name)[:200]
-    auth = request.authorization
-    if auth is not None and auth.username:
-        return auth.username[:200]
+    if g.get("lowkiq_authenticated"):  # set by security.check_auth, only when the password matched
+        return settings().user[:200]
     return f"anonymous ({request.remote_addr or 'unknown address'})"
 
 

@@ -17,7 +17,9 @@ SHOWN = 200
 @bp.get("/audit")
 def audit_page() -> Response:
     c = console()
-    return page("lowkiq/audit.html", entries=audit.read(c.client, SHOWN), now=c.clock(), audit_page=True)
+    return page("lowkiq/audit.html", entries=audit.read(c.client, SHOWN), now=c.clock(), audit_page=True,
+                keep=audit.AUDIT_KEEP, kept_bytes=audit.AUDIT_BYTES, ids_kept=audit.IDS_KEPT,
+                ids_bytes=audit.IDS_BYTES, id_chars=audit.ID_CHARS)
 
 
 @bp.get("/api/v1/audit")
