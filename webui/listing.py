@@ -80,18 +80,34 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
     )
 
 
+# Lowkiq's API and web client, like Redis, write "no bound" as an infinity: -inf below, +inf (or inf) above.
+UNBOUNDED = {"min": frozenset({"-inf"}), "max": frozenset({"+inf", "inf"})}
+
+
 def bound(text: str, order_by: str, name: str) -> str:
-    """A min/max filter: an id as typed, a number, or for times also a local date and time."""
+    """A min/max filter: an id as typed, a number, or for times also a local date and time; ``""``
+    (no bound) for an empty value and for Lowkiq's infinities (``min=-inf``, ``max=+inf`` or ``inf``,
+    in any case and for every order, ids included)."""
     text = text.strip()
+    if text.lower() in UNBOUNDED[name]:
+        return ""
     if not text or order_by == "id":
-        return text
+        return text  # an id compares byte by byte: "inf" as a min is an id like any other
     try:
         number = float(text)
     except ValueError:
         pass
     else:
-        if not math.isfinite(number):
-            raise BadInput(f"{name} must be a finite number, got {text!r}")
+        if math.isnan(number):
+            raise BadInput(f"{name} must be a number, got {text!r}")
+        if math.isinf(number):
+            if (number < 0) == (name == "min"):
+                return ""  # -infinity, 1e999...: a spelling of no bound float() reads
+            # An infinity on the wrong side would match nothing (Redis's reading): say so rather than
+            # show an empty listing that looks like an empty queue.
+            other = "+inf" if name == "max" else "-inf"
+            raise BadInput(f"{name} {text!r} matches nothing; for no {'upper' if name == 'max' else 'lower'} "
+                           f"bound give {name}={other} or leave it empty")
         return text
     if order_by in TIME_ORDERS:
         try:
