@@ -301,8 +301,8 @@ def test_an_action_answers_as_documented(client, spec, seeded):
     spec.check_body({}, bulk)
     assert spec.check(client.post(url(bulk), data="", content_type="application/json"), bulk, "post")["count"] > 0
     audit = spec.check(client.get(PREFIX + "/api/v1/audit"), "/api/v1/audit")
-    assert [(e["action"], e["source"]) for e in audit["entries"]] == [("perform_all_now", "api"),
-                                                                       ("morgue/requeue", "api")]
+    assert [(e["action"], e["source"], e["scope"]) for e in audit["entries"]] == [
+        ("perform_all_now", "api", "all"), ("perform_all_now", "api", "all: started"), ("morgue/requeue", "api", "")]
 
 
 def test_pause_and_resume_answer_as_documented(client, spec, seeded):

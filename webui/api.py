@@ -265,8 +265,17 @@ REFUSAL_STATUS = {"used": 409, "expired": 410, "unknown": 400, "mismatch": 400}
 MATCHING_FIELDS = ("action", "order_by", "min", "max", "dry_run", "confirm")
 
 
-@bp.post("/api/v1/workers/<worker>/<any(enqueued, morgue):area>/matching")
-def api_matching(worker: str, area: str) -> Response:
+@bp.post("/api/v1/workers/<worker>/enqueued/matching")
+def api_enqueued_matching(worker: str) -> Response:
+    return _api_matching(worker, "enqueued")
+
+
+@bp.post("/api/v1/workers/<worker>/morgue/matching")
+def api_morgue_matching(worker: str) -> Response:
+    return _api_matching(worker, "morgue")
+
+
+def _api_matching(worker: str, area: str) -> Response:
     """A filter-scoped action in two steps: ``dry_run`` counts the jobs the filter matches now and answers a
     token; the same body with ``confirm: <token>`` acts on exactly the jobs counted (those that still match)."""
     c = console()

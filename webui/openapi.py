@@ -351,6 +351,35 @@ SCHEMAS: Json = {
         "The jobs to act on.",
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
+    "MatchingRequest": _object(
+        {
+            "action": {"enum": ["requeue", "delete", "kill", "perform_now"],
+                       "description": "On dead jobs: requeue or delete; on queued jobs: delete, kill or perform_now."},
+            "order_by": {"type": "string", "description": "The filter's field, as the listing's order_by."},
+            "min": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
+                    "description": "The lowest value kept, inclusive; absent, null or '' is open."},
+            "max": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
+                    "description": "The highest value kept, inclusive; absent, null or '' is open."},
+            "dry_run": {"type": "boolean", "description": "true: count, touch nothing, and answer a token."},
+            "confirm": {"type": "string", "description": "The token a dry run answered: act on the jobs it counted."},
+        },
+        "Either dry_run true, or confirm with the token of a dry run of the same action and filter.",
+        optional=("order_by", "min", "max", "dry_run", "confirm"),
+    ),
+    "MatchingAnswer": {"oneOf": [
+        _object({
+            "count": {**COUNT, "description": "Jobs the filter matches now."},
+            "confirm": {**TEXT, "description": "Confirms acting on exactly these jobs: once, within expires_in."},
+            "sample": {"type": "array", "items": TEXT, "maxItems": 10, "description": "The first ids counted."},
+            "expires_in": {**COUNT, "description": "Seconds the token may be used."},
+        }, "A dry run's count."),
+        _object({
+            "touched": {**COUNT, "description": "Jobs the action touched: at most the count confirmed."},
+            "counted": {**COUNT, "description": "Jobs the dry run counted."},
+            "skipped": {**COUNT, "description": "Counted jobs that no longer matched (performed, moved or "
+                                                "changed since) and were left alone."},
+        }, "What the confirmed action did."),
+    ]},
     "OpenAPIDocument": {
         "type": "object",
         "required": ["openapi", "info", "paths"],
@@ -478,6 +507,8 @@ ERROR_STATUSES: dict[int, tuple[str, str]] = {
     404: ("NotFound", "Unknown worker (or a broken registry entry, with its problem), or no such job."),
     405: ("MethodNotAllowed", "The path does not take this method."),
     413: ("PayloadTooLarge", "The body is larger than LOWKIQ_WEB_MAX_CONTENT_LENGTH (or the host app's limit)."),
+    409: ("Conflict", "The confirmation token was already used: ask for a new count."),
+    410: ("Gone", "The confirmation token expired (10 minutes after its count): ask for a new count."),
     415: ("UnsupportedMediaType", "An action sent without Content-Type: application/json."),
     500: ("Misconfigured", "A console setting has a value it does not accept."),
     503: ("Unavailable", "Redis did not answer within LOWKIQ_WEB_REDIS_TIMEOUT, or refused the request."),
@@ -615,4 +646,25 @@ def paths() -> Json:
         out[action_path(op)] = _action(op)
     for verb in ("pause", "resume"):
         out[f"{worker}/{verb}"] = _pause_action(verb)
+    for area in ("enqueued", "morgue"):
+        out[f"{worker}/{area}/matching"] = _matching_action(area)
     return out
+
+
+def _matching_action(area: str) -> Json:
+    jobs = "dead" if area == "morgue" else "queued"
+    return {
+        "post": {
+            "operationId": f"api_{area}_matching",
+            "summary": f"Act on the {jobs} jobs a filter matches: count first, then confirm",
+            "description": f"With dry_run: count the {jobs} jobs within min..max of order_by (all of them without "
+                           "bounds) and answer a token. With confirm: act on exactly the jobs that count named, of "
+                           "them on those that still match (jobs that came to match later are never touched). A "
+                           "token is used once and expires after 10 minutes; a reused (409), expired (410), unknown "
+                           "or mismatched (400) token touches nothing. Recorded in the audit log.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
+            "requestBody": {"required": True, "content": _json(_schema("MatchingRequest"))},
+            "responses": _responses("MatchingAnswer", "The count and its token, or what the action did.",
+                                    400, 404, 409, 410, 413, 415),
+        }
+    }
