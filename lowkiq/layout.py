@@ -5,7 +5,9 @@ counts put one id in two shards, where it can run twice at once and its versions
 out of order. The first process to use a queue records its count in Redis; a
 process that disagrees is refused (``LayoutMismatch``) before it writes a job or
 serves a shard. ``change`` records a new count on purpose, once the queue is empty
-and no server runs it.
+and no server runs it; it also raises the fencing token of every new shard above
+the highest one the old shards gave, so an id's token never goes down when the
+id moves shard (see acquire.lua).
 """
 
 from __future__ import annotations
@@ -85,5 +87,28 @@ def change(client: Any, worker: type[Worker]) -> int | None:
             raise LayoutChangeRefused(
                 f"queue {queue_name!r} still holds {held:,} jobs (queued, running or dead) in its {before} shards; "
                 f"stop its producers, let the servers drain it and empty its morgue, then change the layout")
+    if before is not None:
+        raise_fences(client, QueueKeys(queue_name, before), QueueKeys(queue_name, wanted))
     client.pipeline_commands([(LAYOUT_KEYS.layouts_hash, ("HSET", LAYOUT_KEYS.layouts_hash, queue_name, wanted))])
     return before
+
+
+def highest_token(client: Any, keys: QueueKeys) -> tuple[int, int]:
+    """The highest (cfg_epoch, fence) stored in the leases of ``keys``' shards, each part on its own: one round trip."""
+    replies = client.pipeline_commands([(shard.lease_hash, ("HMGET", shard.lease_hash, "cfg_epoch", "fence"))
+                                        for shard in keys.shards()])
+    return (max((int(cfg or 0) for cfg, _ in replies), default=0),
+            max((int(fence or 0) for _, fence in replies), default=0))
+
+
+def raise_fences(client: Any, old: QueueKeys, new: QueueKeys) -> None:
+    """Make every grant of ``new``'s shards carry a higher token than any grant ``old``'s shards gave.
+
+    An id may move to a shard whose own token is lower (its last grant older, or stamped
+    by a clock that has stepped back since): each new shard's stored token is raised to
+    the old layout's highest, one script per shard, in one round trip.
+    """
+    cfg_epoch, fence = highest_token(client, old)
+    if (cfg_epoch, fence) == (0, 0):
+        return  # no shard was ever leased: no token to stay above
+    lua.run_many(client, [("fence_floor", shard, (cfg_epoch, fence)) for shard in new.shards()])

@@ -6,6 +6,11 @@ whose grant is not the current one, or whose lease expired, is refused with
 ``FENCED`` or ``LEASE_EXPIRED`` and changes nothing. Leases expire in Redis
 server time; a process only ever compares durations on its own monotonic
 clock, so no two clocks have to agree.
+
+Each grant carries a fencing token, ``(cfg_epoch, fence)``, that exceeds every
+token given before for the shard, for the shards of the queue's earlier layouts,
+and (Redis's clock not stepping back) for any shard of a Redis that has since
+lost its keys: see acquire.lua and README, "Fencing your own writes".
 """
 
 from __future__ import annotations
@@ -75,11 +80,13 @@ class Lease:
     lost: str | None = None
     restored: int = 0
     morgued: list[str] = field(default_factory=list)
+    # The second part of the fencing token (see acquire.lua); ``epoch`` counts the shard's grants.
+    fence: int = 0
 
     @property
     def fencing_token(self) -> tuple[int, int]:
-        """Rises with every grant of this shard: (cluster config epoch, lease epoch)."""
-        return (self.cfg_epoch, self.epoch)
+        """(Redis Cluster's epoch, fence): higher than every token given before for any shard the id was in."""
+        return (self.cfg_epoch, self.fence)
 
     @property
     def deadline(self) -> float:
@@ -117,7 +124,8 @@ def acquired(shard: Shard, keys: ShardKeys, grant: str, ttl: float, sent_at: flo
         owner = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
         return Held(owner, int(reply[2]))
     morgued = [i.decode() if isinstance(i, bytes) else str(i) for i in reply[4]]
-    return Lease(shard, keys, grant, int(reply[1]), int(reply[2]), ttl, sent_at, restored=int(reply[3]), morgued=morgued)
+    return Lease(shard, keys, grant, int(reply[1]), int(reply[2]), ttl, sent_at, restored=int(reply[3]), morgued=morgued,
+                 fence=int(reply[5]))
 
 
 def renew_call(lease: Lease) -> tuple[str, ShardKeys, tuple[Any, ...]]:

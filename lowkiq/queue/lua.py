@@ -50,6 +50,7 @@ NAMES = (
     "acquire",
     "renew",
     "release",
+    "fence_floor",
     "member_beat",
     "member_leave",
     "layout",
