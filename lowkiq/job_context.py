@@ -1,10 +1,12 @@
 """What a running ``perform`` may know about the shard it holds: ``lowkiq.context()``.
 
 A perform that writes to another store can fence those writes with the
-shard's fencing token, which rises with every change of owner: a store that
-remembers the highest token it saw per entity and refuses lower ones cannot
-be written by a process that lost the shard while paused. A long perform can
-watch ``lease_remaining()`` and stop in time.
+shard's fencing token, which rises with every change of owner (also when the
+id moved shard with ``--change-layout``, or Redis lost its keys): a store
+that remembers the highest token it saw per entity and refuses lower ones
+cannot be written by a process that lost the shard while paused. A long
+perform can watch ``lease_remaining()`` and stop in time, and read
+``lease_lost`` before a write it cannot fence.
 
 Example::
 
@@ -38,7 +40,11 @@ class Context:
 
     @property
     def fencing_token(self) -> tuple[int, int]:
-        """(cluster config epoch, lease epoch): compare as a tuple; a newer owner's token is higher."""
+        """(Redis Cluster's current epoch or 0, fence): compare as a tuple; a newer owner's token is higher.
+
+        The fence is at least Redis's clock in microseconds at the grant and one more than any
+        token given before for the shard (README, "Fencing your own writes", says what is covered).
+        """
         return self.lease.fencing_token
 
     @property
@@ -52,8 +58,14 @@ class Context:
 
     @property
     def lease_lost(self) -> bool:
-        """True once this process learnt that another one holds the shard: stop, nothing will be acknowledged."""
-        return self.lease.lost is not None
+        """True once another process may hold the shard: stop, nothing of this batch will be acknowledged.
+
+        Free while the lease is fresh (its local deadline ahead); past the deadline (the process
+        was paused, or cut off from Redis) each read asks Redis, in one round trip, whether the
+        grant is still this process's. An expired or replaced grant is lost for good; when Redis
+        cannot be asked, True.
+        """
+        return self.lease.is_lost()
 
 
 def context() -> Context:

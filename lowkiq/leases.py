@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,11 @@ def new_grant() -> str:
     return uuid.uuid4().hex
 
 
+# Asks Redis whether a lease is still its holder's: None when it is (and the lease's deadline moved to
+# what Redis says is left), else the reason it is not (FENCED, LEASE_EXPIRED). Raises a Redis error.
+LeaseCheck = Callable[["Lease"], "str | None"]
+
+
 @dataclass(eq=False, slots=True)
 class Lease:
     """A shard's lease as its holder knows it.
@@ -82,6 +87,8 @@ class Lease:
     morgued: list[str] = field(default_factory=list)
     # The second part of the fencing token (see acquire.lua); ``epoch`` counts the shard's grants.
     fence: int = 0
+    # How ``is_lost`` asks Redis once the local deadline has passed: set by whoever holds a connection.
+    check: LeaseCheck | None = field(default=None, repr=False)
 
     @property
     def fencing_token(self) -> tuple[int, int]:
@@ -99,6 +106,24 @@ class Lease:
     def renewed(self, sent_at: float) -> None:
         if sent_at > self.renewed_at:
             self.renewed_at = sent_at
+
+    def is_lost(self) -> bool:
+        """Whether another process may hold the shard now.
+
+        Free while the local deadline is ahead: the lease is surely ours then. Past it
+        (renewals stopped: a pause, a partition, a starved keeper) Redis is asked: a
+        grant that is no longer ours, or that expired, is lost for good; one still ours
+        moves the deadline on. When Redis cannot be asked, the answer is True: past
+        the deadline, another process may hold the shard.
+        """
+        if self.lost is not None:
+            return True
+        if self.remaining() > 0 or self.check is None:
+            return False
+        try:
+            return self.check(self) is not None
+        except (redis.RedisError, OSError):
+            return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +151,31 @@ def acquired(shard: Shard, keys: ShardKeys, grant: str, ttl: float, sent_at: flo
     morgued = [i.decode() if isinstance(i, bytes) else str(i) for i in reply[4]]
     return Lease(shard, keys, grant, int(reply[1]), int(reply[2]), ttl, sent_at, restored=int(reply[3]), morgued=morgued,
                  fence=int(reply[5]))
+
+
+def verify(client: Any, lease: Lease) -> str | None:
+    """Ask Redis whether ``lease`` is still its holder's: one round trip of two plain reads in the shard's slot.
+
+    None when it is, and the lease's local deadline then counts from what Redis says is
+    left; else FENCED (another grant, or a release, came since) or LEASE_EXPIRED (nobody
+    renewed it in time: the renewal and every fenced write would be refused). ``client``
+    is a Transport: both reads go to the node that serves the shard, so the expiry is
+    compared with that node's own clock, as the scripts do.
+    """
+    key = lease.keys.lease_hash
+    sent_at = time.monotonic()
+    (grant, state, expires), (seconds, micros) = client.pipeline_commands([
+        (key, ("HMGET", key, "grant", "state", "expires_ms")),
+        (key, ("TIME",)),
+    ])
+    if grant is None or grant.decode() != lease.grant or state != b"held" or expires is None:
+        return "FENCED"
+    left_ms = int(expires) - (int(seconds) * 1000 + int(micros) // 1000)
+    if left_ms < 0:
+        return "LEASE_EXPIRED"
+    # Redis says left_ms remain, read after sent_at: as conservative as a renewal sent then.
+    lease.renewed(sent_at + left_ms / 1000 - lease.ttl)
+    return None
 
 
 def renew_call(lease: Lease) -> tuple[str, ShardKeys, tuple[Any, ...]]:

@@ -28,7 +28,7 @@ import redis
 from . import log_format, schedulers
 from .crash_isolation import CrashIsolation
 from .keeper import release_leases
-from .leases import Lease, LeaseRefused, refusal, ttl_ms
+from .leases import Lease, LeaseRefused, refusal, ttl_ms, verify
 from .queue import lua
 from .queue.queue import Queue
 from .shard_handler import Ack, ShardHandler, StopProcess
@@ -261,6 +261,7 @@ class Processor:
             self._reschedule()
 
     def _handler(self, lease: Lease) -> ShardHandler:
+        lease.check = self._check_lease  # lowkiq.context().lease_lost asks Redis through this thread
         w = lease.shard.worker
         if w not in self._instances:
             # One instance per thread: a worker's own state is never shared between threads.
@@ -349,6 +350,21 @@ class Processor:
         except redis.ResponseError as exc:
             raise (refusal(exc) or exc) from None
         lease.renewed(sent_at)
+
+    def _check_lease(self, lease: Lease) -> str | None:
+        """Asked by a perform past its lease's local deadline (``lowkiq.context().lease_lost``), on this
+        thread: whether Redis still holds the grant. A lost one is dropped as a refused renewal would be."""
+        reason = verify(self.client, lease)
+        if reason is not None and lease.lost is None:
+            log.warning("thread %d: lost the lease of shard %s (%s) during a perform; another process may run "
+                        "this batch again", self.number, lease.shard, reason, extra=_shard_fields(lease, reason=reason))
+            self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                     reason=reason)
+            if self.keeper is not None:
+                self.keeper.lost(lease, reason)
+            lease.lost = lease.lost or reason
+            self.drop_lost(lease)
+        return reason
 
     def _refused(self, exc: LeaseRefused) -> None:
         handler = next((h for h in self.handlers if h.lease.keys.lease_hash == exc.lease_key), None)
