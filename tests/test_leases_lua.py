@@ -222,3 +222,29 @@ def test_membership_heartbeats_list_the_live_members_and_drop_the_expired(r):
     assert [m.id for m in membership.live(r)] == ["B"]
     lua.run(r, *membership.leave_call("B"))
     assert membership.live(r) == []
+
+
+def test_lease_lost_asks_redis_only_past_the_local_deadline(r):
+    from lowkiq.job_context import Context
+    from lowkiq.leases import verify
+
+    client = queue().client
+    asked: list[str] = []
+
+    def check(lease: Lease):
+        asked.append(lease.grant)
+        return verify(client, lease)
+
+    a = grab("A", ttl=30)
+    a.check = check
+    context = Context("OrdersWorker", 0, a)
+    assert context.lease_lost is False and asked == []  # fresh: no round trip
+    a.renewed_at -= 60  # no renewal for a minute, as after a pause: Redis still says it is A's
+    assert context.lease_lost is False and len(asked) == 1
+    assert context.lease_remaining() > 25  # what Redis said is left counts as a renewal
+    a.renewed_at -= 60
+    expire(a)  # expired in Redis, nobody took it yet: the fenced writes would be refused already
+    assert context.lease_lost is True and len(asked) == 2
+    b = grab("B")  # taken over
+    assert context.lease_lost is True and len(asked) == 3
+    assert verify(client, a) == "FENCED" and verify(client, b) is None
