@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import redis
+
 
 class PartialEnqueue(Exception):
     """``perform_async`` wrote some jobs and not others: Redis failed for part of the call.
@@ -34,6 +36,38 @@ class PartialEnqueue(Exception):
             f"failed ({type(cause).__name__}: {cause}); {len(self.not_written):,} were not written"
             + (f" and {len(self.uncertain):,} may or may not have been" if self.uncertain else "")
             + ". Its written / not_written / uncertain list the jobs' positions; enqueueing them again is safe."
+        )
+
+
+class RedisOutOfMemory(PartialEnqueue, redis.exceptions.OutOfMemoryError):
+    """``perform_async`` was refused, for all its jobs or part of them, because Redis is full.
+
+    Redis answers ``OOM command not allowed when used memory > 'maxmemory'`` when it
+    reached ``maxmemory`` under the ``noeviction`` policy (the policy lowkiq needs: see
+    README, Redis). A push refused that way wrote nothing of its shard's slice, so
+    ``not_written`` lists exactly the jobs to enqueue again once Redis has room, and
+    ``written`` those that are queued (a PartialEnqueue, whose handling applies as is);
+    ``nodes`` names the Redis nodes that refused. It is also redis-py's
+    ``OutOfMemoryError``, which a caller may already catch::
+
+        try:
+            OrdersWorker.perform_async(jobs)
+        except lowkiq.RedisOutOfMemory as exc:
+            backlog.extend(jobs[i] for i in exc.not_written + exc.uncertain)  # retry later
+    """
+
+    def __init__(self, queue_name: str, written: Sequence[int], not_written: Sequence[int],
+                 uncertain: Sequence[int], cause: BaseException, nodes: Sequence[str]) -> None:
+        self.nodes = list(nodes)
+        super().__init__(queue_name, written, not_written, uncertain, cause)
+        total = len(self.written) + len(self.not_written) + len(self.uncertain)
+        self.args = (
+            f"perform_async on queue {queue_name!r} wrote {len(self.written):,} of {total:,} jobs: Redis is out of "
+            f"memory (used memory > 'maxmemory') at {', '.join(self.nodes) or 'its primary'} and refused the "
+            f"rest; {len(self.not_written):,} were not written"
+            + (f" and {len(self.uncertain):,} may or may not have been" if self.uncertain else "")
+            + ". Its not_written lists their positions: enqueue them again once Redis has room (let the servers "
+            "drain the queues, empty the morgue, or raise maxmemory); an equal payload merges, so that is safe.",
         )
 
 

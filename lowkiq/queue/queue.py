@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zlib import crc32
@@ -13,11 +13,12 @@ import msgpack
 import redis
 
 from .. import stored_error
-from ..errors import NotDurable, PartialEnqueue
+from ..errors import NotDurable, PartialEnqueue, RedisOutOfMemory
 from ..jobs import Job, MorgueJob, PreparedJob
 from ..leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
 from ..splitters import Shard
 from ..transport import PartialWrite, Transport
+from ..transport.errors import out_of_memory
 from . import codec, lua
 from .keys import WAKE_CHANNEL, QueueKeys
 
@@ -115,7 +116,11 @@ class Queue:
             try:
                 return sum(lua.run_many(self.client, calls))
             except PartialWrite as exc:
-                raise self._partial(exc, call_positions) from exc
+                raise self._partial(exc, calls, call_positions) from exc
+            except redis.ResponseError as exc:
+                if out_of_memory(exc):
+                    raise self._out_of_memory(exc, calls, call_positions) from exc
+                raise
         return self._push_durably(calls, call_positions, len(jobs))
 
     def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int) -> int:
@@ -124,7 +129,11 @@ class Queue:
         try:
             replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0)
         except PartialWrite as exc:
-            raise self._partial(exc, call_positions) from exc
+            raise self._partial(exc, calls, call_positions) from exc
+        except redis.ResponseError as exc:
+            if out_of_memory(exc):
+                raise self._out_of_memory(exc, calls, call_positions) from exc
+            raise
         finally:
             wire.close()
         unconfirmed: list[int] = []
@@ -139,7 +148,8 @@ class Queue:
             raise NotDurable(self.keys.queue_name, sorted(unconfirmed), total, sorted(nodes))
         return sum(replies)
 
-    def _partial(self, exc: PartialWrite, call_positions: Sequence[list[int]]) -> PartialEnqueue:
+    def _partial(self, exc: PartialWrite, calls: Sequence[lua.Call],
+                 call_positions: Sequence[list[int]]) -> PartialEnqueue:
         """Which jobs the push scripts that ran wrote (each script is one shard's slice, all or nothing)."""
         written: list[int] = []
         not_written: list[int] = []
@@ -149,7 +159,29 @@ class Queue:
             bucket = written if index in exc.written else uncertain if index in lost else not_written
             bucket.extend(jobs)
         first = exc.errors[min(exc.errors)]
+        full = [index for index, error in sorted(exc.errors.items()) if out_of_memory(error)]
+        if full:
+            # Redis refuses a full node's push at its first write (HSET), so its slice is not written.
+            return RedisOutOfMemory(self.keys.queue_name, sorted(written), sorted(not_written), sorted(uncertain),
+                                    exc.errors[full[0]], self._nodes(calls[i] for i in full))
         return PartialEnqueue(self.keys.queue_name, sorted(written), sorted(not_written), sorted(uncertain), first)
+
+    def _out_of_memory(self, exc: redis.ResponseError, calls: Sequence[lua.Call],
+                       call_positions: Sequence[list[int]]) -> RedisOutOfMemory:
+        """Every push script was refused (one error stands for them all: see ``checked``) by a full Redis:
+        no job was written."""
+        every = sorted(position for positions in call_positions for position in positions)
+        return RedisOutOfMemory(self.keys.queue_name, [], every, [], exc, self._nodes(calls))
+
+    def _nodes(self, calls: Iterable[lua.Call]) -> list[str]:
+        """The names of the nodes that serve these calls' shards (a topology error leaves them unnamed)."""
+        names: set[str] = set()
+        for _, keyset, _ in calls:
+            try:
+                names.add(lua.node_name(self.client, keyset))
+            except (redis.RedisError, OSError):
+                continue
+        return sorted(names)
 
     def ack_and_take(
         self,

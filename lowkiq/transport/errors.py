@@ -80,6 +80,17 @@ def _lost(reply: Any) -> bool:
     return lost and not isinstance(reply, (redis.BusyLoadingError, NotSent))
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether an error is Redis refusing a write because it is full (``maxmemory`` with ``noeviction``).
+
+    Redis 7 answers a script's refused write with its own OOM error; 6.2 wraps it in the script's
+    error ("ERR Error running script ... -OOM command not allowed ..."). Either way the script
+    stopped at the refused command.
+    """
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
+        isinstance(exc, redis.ResponseError) and "OOM command not allowed" in str(exc))
+
+
 def first_error(results: list[Any]) -> list[Any]:
     """The replies of a pipeline of reads; raises the first error among them."""
     for r in results:
