@@ -13,6 +13,33 @@ from .serializers import DumpPayload, to_bytes
 ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in"})
 
 
+@dataclass(frozen=True, slots=True)
+class Clipped:
+    """What a read cut from a job to keep its reply under a byte cap (the console's listings and exports,
+    and its job page past a larger cap). Jobs read whole have ``clipped`` None."""
+
+    payloads: int  # payloads the job holds
+    shown: int  # of them in ``payloads``, the last one maybe cut (a ClippedPayload)
+    bytes: int  # of the stored payload list
+    cap: int  # bytes of payloads the read carried at most
+    error_bytes: int = 0  # of the stored error (and traceback) when they were cut too, else 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"payloads": self.payloads, "payloads_shown": self.shown, "payloads_bytes": self.bytes,
+                "cap_bytes": self.cap, "error_bytes": self.error_bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class ClippedPayload:
+    """The head of a payload cut at a read's byte cap; ``size`` is the whole payload's, in bytes."""
+
+    head: bytes
+    size: int
+
+    def __repr__(self) -> str:
+        return f"{self.head.decode('utf-8', 'replace')}... <payload cut: {len(self.head):,} of {self.size:,} bytes shown>"
+
+
 # Not frozen: a frozen dataclass sets each field through object.__setattr__, and the
 # server builds one Job per id taken (its payload list makes it unhashable anyway).
 @dataclass(slots=True)
@@ -25,6 +52,7 @@ class Job:
     retry_count: int
     error: str | None = None
     traceback: str | None = None  # of the last failure, capped (traceback_limit)
+    clipped: Clipped | None = None  # what a capped read left out; None when read whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +64,7 @@ class MorgueJob:
     updated_at: float
     error: str | None = None
     traceback: str | None = None  # of the failure that sent it to the morgue, capped
+    clipped: Clipped | None = None  # what a capped read left out; None when read whole
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from .queue import lua
-from .queue.keys import RegistryKeys, registry_hash, validate_queue_name
+from .queue.keys import RegistryKeys, validate_queue_name
 from .transport import Transport
 
 if TYPE_CHECKING:

@@ -34,10 +34,10 @@ def test_the_queue_exports_as_csv_with_formulas_defused(client, runtime):
     reply = client.get(W + "/enqueued/export?format=csv&order_by=id")
     assert reply.mimetype == "text/csv"
     rows = list(csv.reader(io.StringIO(reply.get_data(as_text=True))))
-    assert rows[0] == ["id", "payloads", "perform_in", "retry_count", "error"]
+    assert rows[0] == ["id", "payloads", "perform_in", "retry_count", "error", "clipped"]
     by_id = {row[0]: row for row in rows[1:]}
     assert set(by_id) == {"a", "b", "'@c"}  # an id a spreadsheet would run as a formula is quoted
-    assert json.loads(by_id["b"][1])[0][0] == [1, 2] and by_id["b"][3] == "-1" and by_id["b"][4] == ""
+    assert json.loads(by_id["b"][1])[0][0] == [1, 2] and by_id["b"][3] == "-1" and by_id["b"][4] == "" and by_id["b"][5] == ""
     assert by_id["a"][1].startswith('[["=HYPERLINK')  # inside a JSON array: never the first character of a cell
 
 
@@ -61,11 +61,11 @@ def test_a_redis_failure_midway_ends_the_file_with_a_line_saying_so(client, runt
     real = Queries.morgue_jobs
     calls = []
 
-    def failing_on_the_second_chunk(self, ids):
+    def failing_on_the_second_chunk(self, ids, **caps):
         calls.append(ids)
         if len(calls) == 2:
             raise redis.ConnectionError("Connection reset by peer")
-        return real(self, ids)
+        return real(self, ids, **caps)
 
     monkeypatch.setattr(Queries, "morgue_jobs", failing_on_the_second_chunk)
     lines = [json.loads(x) for x in client.get(W + "/morgue/export?order_by=id").get_data(as_text=True).splitlines()]

@@ -41,6 +41,8 @@ def job_json(job: Job, *, traceback: bool = False) -> dict[str, Any]:
     }
     if traceback:
         data["traceback"] = job.traceback
+    if job.clipped:  # what the read cut (in Redis) to stay under its byte cap; absent when whole
+        data["clipped"] = job.clipped.as_json()
     return data
 
 
@@ -53,6 +55,8 @@ def morgue_job_json(job: MorgueJob, *, traceback: bool = False) -> dict[str, Any
     }
     if traceback:
         data["traceback"] = job.traceback
+    if job.clipped:
+        data["clipped"] = job.clipped.as_json()
     return data
 
 

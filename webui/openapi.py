@@ -148,9 +148,10 @@ SCHEMAS: Json = {
             "error": {"type": ["string", "null"], "description": "The last failure's error; null when it never failed."},
             "traceback": {"type": ["string", "null"], "description": "The failure's traceback, capped at the "
                           "server's traceback_limit; null when none was stored. Only in job lookups, not in listings."},
+            "clipped": _schema("Clipped"),
         },
         "A job in the queue or in processing.",
-        optional=["traceback"],
+        optional=["traceback", "clipped"],
     ),
     "DeadJob": _object(
         {
@@ -160,9 +161,23 @@ SCHEMAS: Json = {
             "error": {"type": ["string", "null"], "description": "The error that killed the job."},
             "traceback": {"type": ["string", "null"], "description": "The failure's traceback, capped at the "
                           "server's traceback_limit; null when none was stored. Only in job lookups, not in listings."},
+            "clipped": _schema("Clipped"),
         },
         "A job in the morgue: never processed until requeued.",
-        optional=["traceback"],
+        optional=["traceback", "clipped"],
+    ),
+    "Clipped": _object(
+        {
+            "payloads": {**COUNT, "description": "Payloads the job holds."},
+            "payloads_shown": {**COUNT, "description": "Of them in `payloads`; the last one may be cut, shown "
+                               "as its head and a note."},
+            "payloads_bytes": {**COUNT, "description": "Bytes of the job's stored payload list."},
+            "cap_bytes": {**COUNT, "description": "Bytes of payloads this read carried at most: 4,096 per row of "
+                          "a listing, 65,536 per row of an export, 1 MB for one job's lookup."},
+            "error_bytes": {**COUNT, "description": "Bytes of the stored error and traceback when they were cut "
+                            "too (the error ends with a note saying so), else 0."},
+        },
+        "What a read cut from the job, in Redis, to stay under its byte cap. Absent when the job was read whole.",
     ),
     "Cursor": {
         "type": "string",

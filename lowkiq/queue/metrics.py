@@ -33,7 +33,6 @@ from ..transport.resp import pack
 from ..transport.slots import key_slot, keyset_slot
 from .keys import QueueKeys, ShardKeys
 
-
 # Shards one console read visits at most (the dashboard and its live refresh, api/v1/stats, a
 # Prometheus scrape). A shard costs 3 to 6 commands, so a read costs at most 60,000 commands:
 # well under a second of Redis and of Python, and a few MB of packed commands cached, where

@@ -3,20 +3,25 @@
 Each shard answers a page of its own index (one pipelined round trip for
 all shards), the pages are merged here, and the page's jobs are fetched in
 a second round trip: two round trips per page, whatever the queue's size.
+
+A page's jobs are cut in Redis (range.lua) to ROW_BYTES of payloads each, and
+a job's own page to JOB_BYTES: what a page does not show never crosses the
+wire, and a job says what was cut (``Job.clipped``).
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import msgpack
 import redis
 
-from .. import stored_error
-from ..jobs import Job, MorgueJob
+from ..jobs import Clipped, ClippedPayload, Job, MorgueJob
 from ..transport import Transport, as_transport
 from ..transport.errors import first_error
 from . import codec, lua
@@ -27,6 +32,14 @@ T = TypeVar("T")
 ENQUEUED_ORDERS = ("id", "perform_in", "retry_count")
 MORGUE_ORDERS = ("id", "updated_at")
 MAX_LIMIT = 1000
+# Bytes of payloads a listing row carries at most (pages and API listings): a row shows the start of
+# the first payload, so 4 KB is more than it shows, and a page of 100 rows moves 0.5 MB at most,
+# whatever its jobs hold (500 jobs of 1 MB once made a page of 500 MB).
+ROW_BYTES = 4096
+# Of a row's error, and of its traceback (which rows do not show): a row shows the error's first lines.
+ROW_ERROR_BYTES = 2048
+# A job's own page (and the API's lookup of one job): whole up to 1 MB, cut beyond, with a note.
+JOB_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +125,8 @@ class Queries:
         if order_by not in ENQUEUED_ORDERS:
             raise ValueError(f"order_by must be one of {', '.join(ENQUEUED_ORDERS)}, got {order_by!r}")
         count = self._enqueued_count_commands(order_by, min, max) if with_count else None
-        return self._page(order_by, desc, min, max, limit, after, before, self.jobs, count)
+        rows = functools.partial(self.jobs, cap=ROW_BYTES, error_cap=ROW_ERROR_BYTES)
+        return self._page(order_by, desc, min, max, limit, after, before, rows, count)
 
     def enqueued_count(self, order_by: str = "perform_in", *, min: Any = None, max: Any = None) -> int:
         """Queued jobs within ``min``..``max`` of ``order_by`` (inclusive; empty: unbounded), in one round trip."""
@@ -175,7 +189,8 @@ class Queries:
         if order_by not in MORGUE_ORDERS:
             raise ValueError(f"order_by must be one of {', '.join(MORGUE_ORDERS)}, got {order_by!r}")
         count = self._morgue_count_commands(order_by, min, max) if with_count else None
-        return self._page("morgue_" + order_by, desc, min, max, limit, after, before, self.morgue_jobs, count)
+        rows = functools.partial(self.morgue_jobs, cap=ROW_BYTES, error_cap=ROW_ERROR_BYTES)
+        return self._page("morgue_" + order_by, desc, min, max, limit, after, before, rows, count)
 
     def morgue_count(self, order_by: str = "updated_at", *, min: Any = None, max: Any = None) -> int:
         """Dead jobs within ``min``..``max`` of ``order_by`` (inclusive; empty: unbounded), in one round trip."""
@@ -299,59 +314,83 @@ class Queries:
 
     # ---- lookups ------------------------------------------------------
 
-    def jobs(self, ids: Iterable[str]) -> list[Job]:
-        """Queued jobs by id, in the order given; missing ids are left out."""
+    def jobs(self, ids: Iterable[str], *, cap: int | None = JOB_BYTES,
+             error_cap: int | None = JOB_BYTES) -> list[Job]:
+        """Queued jobs by id, in the order given; missing ids are left out.
+
+        Each job's payloads are cut in Redis to ``cap`` bytes, its error and traceback to ``error_cap``
+        each (None: whole); a job cut says so in ``Job.clipped``. One round trip.
+        """
         ids = [str(i) for i in ids]
-        by_shard = self._group(ids)
-        commands = []
-        for shard, shard_ids in by_shard.items():
-            k = self._shards[shard]
-            commands += [
-                (k.tag, ("HMGET", k.payloads_hash, *shard_ids)),
-                (k.tag, ("ZMSCORE", k.ids_by_perform_in_zset, *shard_ids)),
-                (k.tag, ("ZMSCORE", k.ids_by_retry_count_zset, *shard_ids)),
-                (k.tag, ("HMGET", k.errors_hash, *shard_ids)),
-            ]
-        replies = self.client.pipeline_commands(commands)
         found: dict[str, Job] = {}
-        for n, shard_ids in enumerate(by_shard.values()):
-            blobs, performs, retries, errors = replies[4 * n : 4 * n + 4]
-            for job_id, blob, perform_in, retry_count, error in zip(shard_ids, blobs, performs, retries, errors):
-                # The reads are not one transaction: a job taken or deleted between two of
-                # them is simply gone from this page.
-                if blob is None or perform_in is None:
-                    continue
-                text, traceback = stored_error.load(error, self.load_error)
-                found[job_id] = Job(
-                    id=job_id,
-                    payloads=codec.payloads(blob, self.load_payload),
-                    perform_in=float(perform_in),
-                    retry_count=int(float(retry_count)) if retry_count is not None else -1,
-                    error=text,
-                    traceback=traceback,
-                )
+        for job_id, row in self._rows("jobs", ids, cap, error_cap):
+            shown, held, size, cut, perform_in, retry_count, error, error_size, traceback, traceback_size = row
+            payloads, clipped, text, trace = self._clipped(shown, held, size, cut, cap, error, error_size,
+                                                           traceback, traceback_size)
+            found[job_id] = Job(
+                id=job_id,
+                payloads=payloads,
+                perform_in=float(perform_in),
+                retry_count=int(float(retry_count)) if retry_count is not None else -1,
+                error=text,
+                traceback=trace,
+                clipped=clipped,
+            )
         return [found[i] for i in ids if i in found]
 
-    def morgue_jobs(self, ids: Iterable[str]) -> list[MorgueJob]:
-        """Morgue jobs by id, in the order given; missing ids are left out."""
+    def morgue_jobs(self, ids: Iterable[str], *, cap: int | None = JOB_BYTES,
+                    error_cap: int | None = JOB_BYTES) -> list[MorgueJob]:
+        """Morgue jobs by id, in the order given; missing ids are left out. Cut as ``jobs`` cuts them."""
         ids = [str(i) for i in ids]
-        by_shard = self._group(ids)
-        commands = []
-        for shard, shard_ids in by_shard.items():
-            k = self._shards[shard]
-            commands += [
-                (k.tag, ("HMGET", k.morgue_payloads_hash, *shard_ids)),
-                (k.tag, ("ZMSCORE", k.morgue_ids_by_updated_at_zset, *shard_ids)),
-                (k.tag, ("HMGET", k.morgue_errors_hash, *shard_ids)),
-            ]
-        replies = self.client.pipeline_commands(commands)
         found: dict[str, MorgueJob] = {}
-        for n, shard_ids in enumerate(by_shard.values()):
-            blobs, updated, errors = replies[3 * n : 3 * n + 3]
-            for job_id, blob, updated_at, error in zip(shard_ids, blobs, updated, errors):
-                if blob is not None and updated_at is not None:
-                    found[job_id] = codec.morgue_job(job_id, blob, updated_at, error, self.load_payload, self.load_error)
+        for job_id, row in self._rows("morgue_jobs", ids, cap, error_cap):
+            shown, held, size, cut, updated_at, _, error, error_size, traceback, traceback_size = row
+            payloads, clipped, text, trace = self._clipped(shown, held, size, cut, cap, error, error_size,
+                                                           traceback, traceback_size)
+            found[job_id] = MorgueJob(id=job_id, payloads=payloads, updated_at=float(updated_at), error=text,
+                                      traceback=trace, clipped=clipped)
         return [found[i] for i in ids if i in found]
+
+    def _rows(self, kind: str, ids: Sequence[str], cap: int | None,
+              error_cap: int | None) -> Iterator[tuple[str, list[Any]]]:
+        """(id, row) of each job found, read and cut by range.lua: one script per shard, one round trip."""
+        by_shard = self._group(ids)
+        limits = ("" if cap is None else cap, "" if error_cap is None else error_cap)
+        calls: list[lua.Call] = [("range", self._shards[shard], (kind, *limits, *shard_ids))
+                                 for shard, shard_ids in by_shard.items()]
+        # A read: the first error is the answer, whatever the other shards said.
+        replies = first_error(lua.run_many(self.client, calls, settle=True))
+        for shard_ids, reply in zip(by_shard.values(), replies):
+            for job_id, row in zip(shard_ids, reply):
+                # The job may have been taken or deleted since its page was read: then it is simply gone.
+                if row:
+                    yield job_id, row
+
+    def _clipped(self, shown: bytes, held: int, size: int, cut: int, cap: int | None, error: bytes | None,
+                 error_size: int, traceback: bytes | None,
+                 traceback_size: int) -> tuple[list[tuple[Any, float]], Clipped | None, str | None, str | None]:
+        """The payloads, what was cut, the error and the traceback of a row as range.lua cut it."""
+        payloads = codec.payloads(shown, self.load_payload)
+        if cut and payloads:
+            # The last payload shown is the head of one the cap cut: shown as such, never loaded.
+            try:
+                head = bytes(msgpack.unpackb(shown, raw=True)[-2])
+            except codec.CORRUPT:
+                head = b""
+            payloads[-1] = (ClippedPayload(head, int(cut)), payloads[-1][1])
+        text = self.load_error(error) if error else None
+        if text is not None and error_size > len(error or b""):
+            text += f"... <error cut: {len(error or b''):,} of {error_size:,} bytes shown>"
+        trace = traceback.decode("utf-8", "replace") if traceback else None
+        if trace is not None and traceback_size > len(traceback or b""):
+            trace += f"\n... <traceback cut: {len(traceback or b''):,} of {traceback_size:,} bytes shown>"
+        errors_cut = error_size > len(error or b"") or traceback_size > len(traceback or b"")
+        clipped = None
+        if size > len(shown) or errors_cut:
+            clipped = Clipped(payloads=int(held), shown=len(payloads) if size > len(shown) else int(held),
+                              bytes=int(size), cap=int(cap or 0),
+                              error_bytes=int(error_size + traceback_size) if errors_cut else 0)
+        return payloads, clipped, text, trace
 
     def job(self, job_id: str) -> Job | None:
         found = self.jobs([job_id])

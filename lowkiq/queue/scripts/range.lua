@@ -5,6 +5,147 @@
 -- ARGV[5], ARGV[6] = cursor: the score and id of the last row already shown ('' = first page)
 -- ARGV[7] = limit
 -- Returns {id, score, ...} (score 0 for id indexes, -1 for 'fresh').
+--
+-- Or the rows of a page: ARGV[1] = 'jobs' (queued) | 'morgue_jobs', ARGV[2] = bytes of payloads per job at
+-- most ('' = all), ARGV[3] = bytes of its error, and of its traceback, at most ('' = all), ARGV[4..] = ids.
+-- Each job is cut here, in Redis, so that what a page does not show never crosses the wire.
+-- Returns per id false (no such job) or {payloads (the stored msgpack list, or the pairs that fit, the
+-- last payload maybe cut), payloads held, bytes of the stored list, whole size of the cut payload (0:
+-- none cut), perform_in | updated_at, retry_count (false: never failed), error (false: none), its
+-- bytes, traceback (false: none), its bytes}.
+
+-- The unsigned big-endian integer of n bytes at i.
+local function be(s, i, n)
+  local v = 0
+  for k = i, i + n - 1 do v = v * 256 + (s:byte(k) or 0) end
+  return v
+end
+
+local function be_bytes(v, n)
+  local out = {}
+  for k = n, 1, -1 do
+    out[k] = string.char(v % 256)
+    v = math.floor(v / 256)
+  end
+  return table.concat(out)
+end
+
+-- The msgpack element at i: the size of its header and of its data (0 for numbers); nil for a kind
+-- the scripts never write in a payload list.
+local function element(s, i)
+  local b = s:byte(i)
+  if b == nil then return nil end
+  if b <= 0x7f or b >= 0xe0 or b == 0xc0 or b == 0xc2 or b == 0xc3 then return 1, 0 end
+  if b >= 0xa0 and b <= 0xbf then return 1, b - 0xa0 end
+  if b == 0xd9 or b == 0xc4 then return 2, be(s, i + 1, 1) end
+  if b == 0xda or b == 0xc5 then return 3, be(s, i + 1, 2) end
+  if b == 0xdb or b == 0xc6 then return 5, be(s, i + 1, 4) end
+  if b == 0xcc or b == 0xd0 then return 2, 0 end
+  if b == 0xcd or b == 0xd1 then return 3, 0 end
+  if b == 0xce or b == 0xd2 or b == 0xca then return 5, 0 end
+  if b == 0xcf or b == 0xd3 or b == 0xcb then return 9, 0 end
+  return nil
+end
+
+local function string_header(len, bin)
+  if bin then
+    if len < 256 then return '\196' .. be_bytes(len, 1) end
+    if len < 65536 then return '\197' .. be_bytes(len, 2) end
+    return '\198' .. be_bytes(len, 4)
+  end
+  if len < 32 then return string.char(0xa0 + len) end
+  if len < 256 then return '\217' .. be_bytes(len, 1) end
+  if len < 65536 then return '\218' .. be_bytes(len, 2) end
+  return '\219' .. be_bytes(len, 4)
+end
+
+local function array_header(n)
+  if n < 16 then return string.char(0x90 + n) end
+  if n < 65536 then return '\220' .. be_bytes(n, 2) end
+  return '\221' .. be_bytes(n, 4)
+end
+
+-- A payload list cut to ``cap`` bytes: the pairs that fit whole, then the head of the next payload.
+-- Returns the list shown, the payloads held, the whole size of the payload cut (0: none). Walks at
+-- most the pairs that fit, and each costs 2 bytes at least: the work is bounded by the cap.
+local function clip_payloads(blob, cap)
+  local b = blob:byte(1)
+  local n, pos
+  if b and b >= 0x90 and b <= 0x9f then n, pos = b - 0x90, 2
+  elseif b == 0xdc then n, pos = be(blob, 2, 2), 4
+  elseif b == 0xdd then n, pos = be(blob, 2, 4), 6
+  else return string.sub(blob, 1, cap or #blob), 0, 0 end  -- not a payload list: its head, shown as broken
+  local held = math.floor(n / 2)
+  if cap == nil or #blob <= cap then return blob, held, 0 end
+  local parts, shown, used = {}, 0, 0
+  for _ = 1, held do
+    local ph, plen = element(blob, pos)
+    if ph == nil then break end
+    local spos = pos + ph + plen
+    local sh = element(blob, spos)
+    if sh == nil or spos + sh - 1 > #blob then break end
+    local size = ph + plen + sh
+    if used + size > cap then
+      local keep = cap - used - sh - 5
+      if keep > 0 and plen > 0 then
+        local kind = blob:byte(pos)
+        local head = string_header(keep, kind >= 0xc4 and kind <= 0xc6)
+        parts[#parts + 1] = head .. string.sub(blob, pos + ph, pos + ph + keep - 1) .. string.sub(blob, spos, spos + sh - 1)
+        return array_header(2 * (shown + 1)) .. table.concat(parts), held, plen
+      end
+      break
+    end
+    parts[#parts + 1] = string.sub(blob, pos, spos + sh - 1)
+    used = used + size
+    shown = shown + 1
+    pos = spos + sh
+  end
+  return array_header(2 * shown) .. table.concat(parts), held, 0
+end
+
+-- A stored error (lowkiq.stored_error): the error and the traceback, each cut to ``cap`` bytes, and
+-- their sizes.
+local MARK = '\0lowkiq:traceback\0'
+local function error_parts(raw, cap)
+  if not raw then return false, 0, false, 0 end
+  local es, elen, ts, tlen = 1, #raw, nil, 0
+  if string.sub(raw, 1, #MARK) == MARK and #raw >= #MARK + 4 then
+    local size = be(raw, #MARK + 1, 4)
+    local start = #MARK + 5
+    if start + size - 1 <= #raw then
+      es, elen = start, size
+      ts, tlen = start + size, #raw - start - size + 1
+    end
+  end
+  local err = string.sub(raw, es, es + ((cap and math.min(elen, cap)) or elen) - 1)
+  local tb = false
+  if ts and tlen > 0 then tb = string.sub(raw, ts, ts + ((cap and math.min(tlen, cap)) or tlen) - 1) end
+  return err, elen, tb, tlen
+end
+
+if ARGV[1] == 'jobs' or ARGV[1] == 'morgue_jobs' then
+  local queued = ARGV[1] == 'jobs'
+  local cap, error_cap = tonumber(ARGV[2]), tonumber(ARGV[3])
+  local payloads_key = (queued and K_PAYLOADS) or K_M_PAYLOADS
+  local errors_key = (queued and K_ERRORS) or K_M_ERRORS
+  local scores_key = (queued and K_READY) or K_M_UPDATED
+  local rows = {}
+  for i = 4, #ARGV do
+    local id = ARGV[i]
+    local blob = redis.call('HGET', payloads_key, id)
+    local score = redis.call('ZSCORE', scores_key, id)
+    if blob and score then
+      local shown, held, cut = clip_payloads(blob, cap)
+      local retries = (queued and redis.call('ZSCORE', K_RETRIES, id)) or false
+      local err, esize, tb, tsize = error_parts(redis.call('HGET', errors_key, id), error_cap)
+      rows[#rows + 1] = {shown, held, #blob, cut, score, retries, err, esize, tb, tsize}
+    else
+      rows[#rows + 1] = false
+    end
+  end
+  return rows
+end
+
 local index, desc, min, max = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4]
 local after_score, after_id, limit = ARGV[5], ARGV[6], tonumber(ARGV[7])
 local zsets = {
