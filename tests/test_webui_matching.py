@@ -72,7 +72,7 @@ def test_time_filters_count_what_they_show(client, runtime, clock):
     assert audit.read(runtime.client)[0].scope == f"updated_at from {when} ({late_from}) to the last"
 
 
-def test_a_long_filter_is_shortened_in_the_flash_and_kept_whole_in_the_audit_log(client, runtime):
+def test_a_long_filter_is_shortened_in_the_flash_and_in_the_audit_log(client, runtime):
     """The flash travels in a cookie: a 5,000-character filter in it made a cookie past 4 KB, which
     browsers drop, so the count was never seen."""
     make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}"} for i in range(10)])
@@ -86,4 +86,6 @@ def test_a_long_filter_is_shortened_in_the_flash_and_kept_whole_in_the_audit_log
     shown = client.get(listing).get_data(as_text=True)
     assert f"Requeued 9 dead jobs (id from {low[:99]}… to {high[:99]}…)." in shown
     [entry] = audit.read(runtime.client)
-    assert (entry.action, entry.count, entry.scope) == ("morgue/requeue_matching", 9, f"id from {low} to {high}")
+    assert (entry.action, entry.count) == ("morgue/requeue_matching", 9)
+    # An audit entry is bounded in bytes: its scope keeps the filter's first 500 characters.
+    assert entry.scope == f"id from {low} to {high}"[:499] + "…"

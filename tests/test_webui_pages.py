@@ -279,9 +279,12 @@ def test_confirmations_are_on_destructive_forms(client, runtime):
     for action in ("kill_failed", "delete_failed", "perform_all_now"):
         form = re.search(rf'<form method="post" action="{W}/{action}" class="inline" data-confirm="([^"]+)"', html)
         assert form, action
-    for verb in ("requeue", "delete"):  # the morgue's bulk buttons say how many jobs they touch
-        button = re.search(rf'formaction="{W}/morgue/{verb}_matching"\s+data-confirm="([^"]+)"', html)
-        assert button and "1 dead job of OrdersWorker" in button.group(1), verb
+    for verb in ("requeue", "delete"):  # the morgue's bulk buttons lead to a page that counts and confirms
+        button = re.search(rf'formaction="{W}/morgue/{verb}_matching">([^<]+)</button>', html)
+        assert button and button.group(1).endswith("all (1)"), verb
+    token = re.search(r'name="csrf_token" value="([0-9a-f]+)"', html).group(1)
+    asked = client.post(W + "/morgue/delete_matching", data={"csrf_token": token, "next": W + "/morgue"})
+    assert "Delete 1 dead job for good?" in asked.get_data(as_text=True) and counts(runtime, OrdersWorker) == (0, 1)
 
 
 def test_listings_link_to_jobs_by_query_so_any_id_opens(client, runtime):

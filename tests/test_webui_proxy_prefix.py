@@ -49,9 +49,15 @@ def test_x_forwarded_prefix_is_followed_when_a_proxy_is_declared(redis_url, runt
                        data={"csrf_token": token_of(page), "ids": ["job-2"], "next": back})
     assert done.status_code == 303, done.get_data(as_text=True)
     assert done.headers["Location"] == back
+    form = {"csrf_token": token_of(page), "next": next_of(page, "matching"), "order_by": "id", "min": "job-4"}
+    asked = client.post("/workers/OrdersWorker/morgue/delete_matching", headers=headers, data=form)
+    assert asked.status_code == 200, asked.get_data(as_text=True)
+    confirming = asked.get_data(as_text=True)
+    assert 'action="/ops/jobs/workers/OrdersWorker/morgue/delete_matching"' in confirming
+    assert next_of(confirming, "confirm-form") == back
+    confirm = re.search(r'name="confirm" value="([^"]+)"', confirming).group(1)
     matching = client.post("/workers/OrdersWorker/morgue/delete_matching", headers=headers,
-                           data={"csrf_token": token_of(page), "next": next_of(page, "matching"), "order_by": "id",
-                                 "min": "job-4"})
+                           data={**form, "confirm": confirm})
     assert matching.status_code == 303, matching.get_data(as_text=True)
     assert matching.headers["Location"] == back
     assert sorted(j.id for j in runtime.queries(OrdersWorker).morgue(order_by="id").rows) == ["job-0", "job-1", "job-3"]

@@ -291,8 +291,7 @@ def test_ids_with_lone_surrogates_or_too_many_digits_are_a_json_400(client, runt
 
 @pytest.mark.parametrize("query, name", [
     ("order_by=perform_in&min=nan", "min"),
-    ("order_by=perform_in&max=inf", "max"),
-    ("order_by=retry_count&min=-inf", "min"),
+    ("order_by=perform_in&min=inf", "min"),  # -inf and +inf are Lowkiq's open bounds; +inf as min matches nothing
     ("order_by=perform_in&max=NaN", "max"),
     ("after=nan:x", "after"),
     ("before=inf:x", "before"),

@@ -305,7 +305,7 @@ def _api_matching(worker: str, area: str) -> Response:
     fields = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
     args = listing.parse(fields, orders, default_order=default, default_limit=1)
     bounds = {"min": args.min or None, "max": args.max or None}
-    if dry_run:
+    if token is None:
         pending = c.count_matching(view, area, verb, args.order_by, **bounds)
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,
                       "expires_in": TTL_SECONDS})

@@ -201,8 +201,12 @@ class Console:
         process stopping), with how many jobs it had touched by then. Each chunk is atomic: what an
         interrupted action did not reach is untouched, and running it again goes on from there."""
         run = getattr(self.actions(view), method)
-        entry = {"who": who, "source": source, "action": action, "worker": view.name}
-        audit.record(self.client, **entry, count=0, scope="all: started")
+
+        def record(count: int, scope: str) -> None:
+            audit.record(self.client, who=who, source=source, action=action, worker=view.name, count=count,
+                         scope=scope)
+
+        record(0, "all: started")
         done = 0
 
         def progress(touched: int) -> None:
@@ -214,10 +218,9 @@ class Console:
         except BaseException as exc:
             # When Redis itself is what failed, the start entry stays and the error goes up.
             with contextlib.suppress(Exception):
-                audit.record(self.client, **entry, count=done,
-                             scope=f"all: cut off after {done:,} jobs ({type(exc).__name__})")
+                record(done, f"all: cut off after {done:,} jobs ({type(exc).__name__})")
             raise
-        audit.record(self.client, **entry, count=count, scope="all")
+        record(count, "all")
         return count
 
     def find(self, job_id: str) -> list[Found]:

@@ -171,7 +171,8 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
             return _flash_back(back, f"No {kind} matches now ({filter_text(args, FLASH_FILTER_CHARS)}): nothing done.")
         ask = MATCHING_ASK[area, verb].format(jobs=formatting.plural(pending.count, kind))
         return page("lowkiq/confirm.html", view=view, tab="", ask=ask, pending=pending, back=back,
-                    scope=filter_text(args), action=request.path, fields=args.first_page().args())
+                    scope=filter_text(args), fields=args.first_page().args(),
+                    action=url_for(f".{area}_matching", worker=view.name, verb=verb))
     try:
         done = c.act_on_counted(view, area, verb, args.order_by, token, **bounds)
     except ConfirmationRefused as exc:

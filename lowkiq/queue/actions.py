@@ -133,10 +133,10 @@ class Actions:
             active = [shard for shard in self._shards if left[shard] > 0]
             if not active:
                 return touched
-            calls: list[lua.Call] = [(name, shard, (*head(), "all", min(CHUNK, left[shard]))) for shard in active]
-            for (_, shard, args), n in zip(calls, self._run(calls, wake)):
-                asked = args[-1]
-                left[shard] = 0 if n < asked else left[shard] - n
+            asked = [min(CHUNK, left[shard]) for shard in active]
+            calls: list[lua.Call] = [(name, shard, (*head(), "all", n)) for shard, n in zip(active, asked)]
+            for shard, limit, n in zip(active, asked, self._run(calls, wake)):
+                left[shard] = 0 if n < limit else left[shard] - n
                 touched += n
             if progress is not None:
                 progress(touched)

@@ -52,7 +52,7 @@ class Confirmations:
         """Store ``chunks`` of ids under a new token that confirms ``scope`` (a few strings: what the action is)."""
         now_ms = self._redis_ms()
         keys = ConfirmKeys(f"{now_ms:013d}-{secrets.token_urlsafe(16)}")
-        count, first = 0, []
+        count, first = 0, list[str]()
         for chunk in chunks:
             if not chunk:
                 continue
