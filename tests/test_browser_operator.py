@@ -1,5 +1,5 @@
 """An on-call operator's moves in headless Chromium: find a job by id from the header, act on exactly the
-jobs a filter shows (counted before confirming), pause and resume a queue."""
+jobs a filter shows (counted on a confirmation page, then confirmed), pause and resume a queue."""
 
 from __future__ import annotations
 
@@ -24,8 +24,12 @@ def test_filter_the_morgue_see_the_count_then_requeue_exactly_those(page, consol
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(console + "/workers/DeadWorker/morgue?order_by=id&min=dead-1&max=dead-3")
     button = page.locator("#requeue-matching")
-    assert button.inner_text() == "Requeue matching (3)"  # the dry run: what the action will touch
+    assert button.inner_text() == "Requeue matching (3)"  # what the filter matches as the page was drawn
     button.click()
+    page.wait_for_selector("#confirm-panel")  # the dry run: what the action will touch, counted now
+    assert "Requeue 3 dead jobs?" in page.inner_text("#confirm-panel")
+    assert "dead-1" in page.inner_text("#confirm-panel")
+    page.click("#confirm-action")
     page.wait_for_selector(".flash")
     assert page.inner_text(".flash") == "Requeued 3 dead jobs (id from dead-1 to dead-3)."
     assert "min=dead-1" in page.url  # back on the same filtered view
