@@ -60,6 +60,7 @@ NAMES = (
     "registry_forget",
     "registry_register",
     "registry_read",
+    "confirm_take",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]
