@@ -478,7 +478,7 @@ def _bound_text(orders: Iterable[str]) -> str:
             said.append(f"by `{order}`, a unix time or a date and time like `2024-05-01 12:00` "
                         "(ISO 8601; the console's local time unless it has an offset)")
         else:
-            said.append(f"by `{order}`, a finite number")
+            said.append(f"by `{order}`, a number (`-inf` and `+inf` are open bounds, as in Lowkiq; NaN is refused)")
     return "; ".join(said)
 
 
