@@ -9,10 +9,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable, Sequence
 
 import psutil
 import redis
@@ -116,13 +116,13 @@ class RedisCounters:
         return {k: float(info[k]) for k in ("used_cpu_user", "used_cpu_sys", "total_net_input_bytes",
                                              "total_net_output_bytes", "total_commands_processed")}
 
-    def start(self) -> "RedisCounters":
+    def start(self) -> RedisCounters:
         self.client.config_resetstat()
         self.client.slowlog_reset()
         self.before = self._snapshot()
         return self
 
-    def stop(self) -> "RedisCounters":
+    def stop(self) -> RedisCounters:
         self.after = self._snapshot()
         self.commandstats = {k.removeprefix("cmdstat_"): v for k, v in self.client.info("commandstats").items()}
         return self
@@ -178,7 +178,7 @@ class LowkiqServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.stderr = tempfile.NamedTemporaryFile(prefix="lowkiq-bench-server-", suffix=".log", delete=False)
 
-    def __enter__(self) -> "LowkiqServer":
+    def __enter__(self) -> LowkiqServer:
         command = [*self.command, "-r", str(self.app), "--threads", str(self.threads),
                    "--scheduler", self.scheduler, "--log-level", "WARNING", *self.args]
         self.process = subprocess.Popen(command, env=self.env, cwd=tempfile.gettempdir(),

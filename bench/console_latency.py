@@ -18,8 +18,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from redis_server import RedisServer, free_port  # noqa: E402
 
 import lowkiq  # noqa: E402
-from lowkiq.queue.metrics import queue_metrics  # noqa: E402
+from lowkiq.store.metrics import queue_metrics  # noqa: E402
 
 WORKERS = 50
 SHARDS = 24

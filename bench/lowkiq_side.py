@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Sequence
+
+import redis
 
 import lowkiq
-import redis
 
 from .common import MARK_FIRST, MARK_LAST, Drain, LowkiqServer, RedisCounters, Sizes, log, wait_drained, wait_for
 from .profiling import Profile, SpyRecorder

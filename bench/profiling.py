@@ -116,7 +116,7 @@ class SpyRecorder:
         self.pid, self.out, self.rate = pid, out, rate
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> "SpyRecorder":
+    def start(self) -> SpyRecorder:
         binary = py_spy()
         if binary is None:
             return self

@@ -33,7 +33,7 @@ class RedisServer:
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("the benchmarks need a system redis-server on PATH")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
 from . import ROOT
 from .common import ItemResult, Row

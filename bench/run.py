@@ -15,8 +15,8 @@ import signal
 import sys
 import time
 import traceback
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 from . import machine, report
 from .common import FULL, SMOKE, ItemResult, Sizes

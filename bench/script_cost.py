@@ -12,7 +12,7 @@ import time
 import lowkiq
 from bench.common import RedisCounters
 from bench.redis_server import RedisServer
-from lowkiq.queue import lua
+from lowkiq.store import lua
 
 
 def measure(url: str, client, jobs: int, batch: int) -> dict[str, float]:

@@ -112,7 +112,7 @@ def process(runtime: lowkiq.runtime.Runtime, stop: threading.Event) -> None:
 
 def seed_history(client, rng: random.Random) -> None:
     """Six hours of per-minute totals for every worker, as servers record them, so the history charts show."""
-    from lowkiq.history import HistoryKeys
+    from lowkiq.store.history import HistoryKeys
 
     now = int(time.time() // 60 * 60)
     for worker in WORKERS:

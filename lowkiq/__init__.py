@@ -4,15 +4,37 @@ Jobs with the same id never run concurrently and are merged, so a burst of
 updates to one entity becomes one job with its versions in order.
 """
 
-from .errors import LayoutMismatch, NotDurable, PartialEnqueue, RedisOutOfMemory
+from .errors import (
+    AppFileError,
+    BadInput,
+    ConfirmationRefused,
+    EmbeddedRedisError,
+    LayoutChangeRefused,
+    LayoutMismatch,
+    LeaseRefused,
+    LowkiqError,
+    MetricsPortError,
+    NotConfigured,
+    NotDurable,
+    NoWorkers,
+    PartialEnqueue,
+    PayloadDecodeError,
+    PinningError,
+    RedisOutOfMemory,
+    RegistryFull,
+    UnknownWorker,
+)
 from .job_context import context
 from .jobs import Job, MorgueJob
 from .runtime import configure, current
+from .transport.errors import PartialWrite, TopologyError
 from .worker import Worker
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Job", "LayoutMismatch", "MorgueJob", "NotDurable", "PartialEnqueue", "RedisOutOfMemory", "Worker", "__version__",
-    "configure", "context", "current",
+    "AppFileError", "BadInput", "ConfirmationRefused", "EmbeddedRedisError", "Job", "LayoutChangeRefused",
+    "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob", "NoWorkers", "NotConfigured", "NotDurable",
+    "PartialEnqueue", "PartialWrite", "PayloadDecodeError", "PinningError", "RedisOutOfMemory", "RegistryFull",
+    "TopologyError", "UnknownWorker", "Worker", "__version__", "configure", "context", "current",
 ]

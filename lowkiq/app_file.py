@@ -14,11 +14,8 @@ import traceback
 from pathlib import Path
 
 from . import runtime as runtime_module
+from .errors import AppFileError
 from .runtime import Runtime
-
-
-class AppFileError(Exception):
-    """The app file is missing, raised while loading, or does not configure lowkiq with workers."""
 
 
 def load(path: str, *, as_main_app: bool = True) -> Runtime:

@@ -9,9 +9,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import serializers
-from .cpu_pinning import MAX_CPU
 from .middleware import Middleware
-from .options import from_environment
+from .options import MAX_CPU, from_environment
 
 if TYPE_CHECKING:
     from .worker import Worker
@@ -33,9 +32,9 @@ class Settings:
     subscribers: tuple[Callable[[Any], None], ...] = ()
     on_server_init: Callable[[], None] | None = None
     last_words: Callable[[BaseException], None] | None = None
-    # "lag", "seq", or a callable building a scheduler (see lowkiq.schedulers)
+    # "lag", "seq", or a callable building a scheduler (see lowkiq.server.schedulers)
     build_scheduler: Any = "lag"
-    # "default", "by_node", or a callable building a splitter (see lowkiq.splitters)
+    # "default", "by_node", or a callable building a splitter (see lowkiq.server.splitters)
     build_splitter: Any = "default"
     number_of_nodes: int = 1
     node_number: int = 0
@@ -44,9 +43,9 @@ class Settings:
     format_error: serializers.FormatError = serializers.format_error
     dump_error: serializers.DumpError = serializers.dump_error
     load_error: serializers.LoadError = serializers.load_error
-    # `lowkiq -r` runs this many server processes under one parent (see lowkiq.supervisor)
+    # `lowkiq -r` runs this many server processes under one parent (see lowkiq.server.supervisor)
     processes: int = 1
-    # hold each server process to one CPU of these (the n-th process to the n-th), see lowkiq.cpu_pinning
+    # hold each server process to one CPU of these (the n-th process to the n-th), see lowkiq.server.cpu_pinning
     cpus: tuple[int, ...] = ()
     # characters of a failure's traceback stored beside its error (0: none), per job
     traceback_limit: int = 16384

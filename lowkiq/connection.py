@@ -26,6 +26,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .errors import EmbeddedRedisError
+
 EMBEDDED_DIR = ".lowkiq"
 EMBEDDED_DIR_VARIABLE = "LOWKIQ_EMBEDDED_DIR"
 # A Unix socket path longer than this does not fit sockaddr_un.
@@ -35,10 +37,6 @@ MAX_SOCKET_PATH = 100
 # waits for 64 MB, which a demo's churn reaches in twenty minutes).
 AOF_REWRITE_PERCENTAGE = 100
 AOF_REWRITE_MIN_SIZE = "4mb"
-
-
-class EmbeddedRedisError(RuntimeError):
-    pass
 
 
 def client(url: str, *, pool_size: int, timeout: float, socket_timeout: float | None = None) -> redis.Redis:

@@ -1,13 +1,22 @@
-"""Errors a producer may need to tell apart."""
+"""Every error of lowkiq a user may catch, each a ``LowkiqError``.
+
+``except lowkiq.LowkiqError`` catches them all; each also keeps the built-in base it had
+(``ValueError`` for bad input, ``RuntimeError`` for a missing setup, ``LookupError`` for
+an unknown worker), and errors of Redis's own stay redis-py's exceptions.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import redis
 
 
-class PartialEnqueue(Exception):
+class LowkiqError(Exception):
+    """The base of every error lowkiq raises on purpose."""
+
+
+class PartialEnqueue(LowkiqError):
     """``perform_async`` wrote some jobs and not others: Redis failed for part of the call.
 
     Each push script writes one shard's slice of the call atomically, so every
@@ -71,7 +80,7 @@ class RedisOutOfMemory(PartialEnqueue, redis.exceptions.OutOfMemoryError):
         )
 
 
-class LayoutMismatch(Exception):
+class LayoutMismatch(LowkiqError):
     """This process splits a queue into another number of shards than the one recorded in Redis.
 
     Two layouts at once would hash one id into two shards: the id could run in two places
@@ -91,7 +100,7 @@ class LayoutMismatch(Exception):
         )
 
 
-class NotDurable(Exception):
+class NotDurable(LowkiqError):
     """``durable_enqueue`` is on and no replica confirmed some of the jobs in time (Redis ``WAIT``).
 
     Every job was written to its primary; ``unconfirmed`` lists the positions (in the
@@ -109,3 +118,84 @@ class NotDurable(Exception):
             f"{len(self.unconfirmed):,} of {total:,} jobs in time (durable_enqueue); they are written to the "
             f"primary but a failover could lose them. Its unconfirmed lists their positions."
         )
+
+
+class NotConfigured(LowkiqError, RuntimeError):
+    pass
+
+
+class EmbeddedRedisError(LowkiqError, RuntimeError):
+    pass
+
+
+class LeaseRefused(LowkiqError):
+    """Redis refused a write: the caller no longer holds the shard's lease.
+
+    The write did not happen. The caller must drop the shard, not retry.
+    """
+
+    def __init__(self, reason: str, lease_key: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.lease_key = lease_key
+
+
+class PayloadDecodeError(LowkiqError, ValueError):
+    """A payload in Redis that ``load_payload`` cannot read."""
+
+
+class RegistryFull(LowkiqError):
+    """Registering these workers would take the registry past MAX_WORKERS: nothing was written.
+
+    A registered worker stays until an operator forgets it, so the usual cause is workers
+    renamed or removed long ago: the console's dashboard marks them stale and forgets them.
+    """
+
+    def __init__(self, names: Iterable[str], would_hold: int, limit: int) -> None:
+        self.names = sorted(names)
+        self.would_hold = would_hold
+        self.limit = limit
+        shown = ", ".join(self.names[:5]) + (f" and {len(self.names) - 5} more" if len(self.names) > 5 else "")
+        super().__init__(
+            f"cannot register {shown}: the registry of workers would hold {would_hold:,}, at most {limit:,} "
+            f"(lowkiq.store.registry.MAX_WORKERS), so that every console page reads a bounded registry. Nothing was "
+            f"registered. Forget workers that are gone (the console marks them stale), or merge queues."
+        )
+
+
+class LayoutChangeRefused(LowkiqError):
+    """The layout cannot change now; the message says what to do first."""
+
+
+class ConfirmationRefused(LowkiqError, ValueError):
+    """A confirmation that cannot be used; ``reason`` is "used", "expired", "unknown" or "mismatch"."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class UnknownWorker(LowkiqError, LookupError):
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"unknown worker {name!r}")
+        self.name = name
+
+
+class BadInput(LowkiqError, ValueError):
+    """A query parameter or body the caller must fix: answered with 400 and this message."""
+
+
+class AppFileError(LowkiqError):
+    """The app file is missing, raised while loading, or does not configure lowkiq with workers."""
+
+
+class PinningError(LowkiqError):
+    """The process cannot be held to the CPU asked for (not allowed here, or no such call on this system)."""
+
+
+class MetricsPortError(LowkiqError):
+    """``metrics_port`` cannot be listened on (taken, or not allowed)."""
+
+
+class NoWorkers(LowkiqError, RuntimeError):
+    """A server was started for an app that configures no workers."""

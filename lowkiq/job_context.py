@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .leases import Lease
+    from .store.leases import Lease
 
 _local = threading.local()
 

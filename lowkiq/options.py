@@ -15,7 +15,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .cpu_pinning import cpu_list
+# The highest CPU number --cpus takes (Linux counts them from 0; 4096 is the largest CPU set it builds).
+MAX_CPU = 4095
+_CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+
+
+def cpu_list(text: str) -> tuple[int, ...]:
+    """``"0"``, ``"2,3"``, ``"0-3,6"`` (Linux's cpuset notation): the CPUs in the order given, each once."""
+    cpus: list[int] = []
+    for part in text.split(","):
+        found = _CPU_RANGE.fullmatch(part)
+        if not found:
+            raise ValueError("expected CPU numbers like 0, 0,2 or 0-3")
+        first = int(found.group(1))
+        last = int(found.group(2)) if found.group(2) is not None else first
+        if last < first or last > MAX_CPU:
+            raise ValueError(f"{part!r} is no range of CPUs 0..{MAX_CPU}")
+        cpus += [cpu for cpu in range(first, last + 1) if cpu not in cpus]
+    return tuple(cpus)
+
+
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")

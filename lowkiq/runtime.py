@@ -13,22 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from . import connection, layout, registry
+from . import connection
 from .config import Settings, build_settings
+from .errors import NotConfigured
 from .events import Bus
 from .jobs import prepare
 from .middleware import run_chain
-from .queue.actions import Actions
-from .queue.queries import Queries
-from .queue.queue import Queue
+from .store import layout, registry
+from .store.actions import Actions
+from .store.queries import Queries
+from .store.queue import Queue
 from .transport import Transport
 
 if TYPE_CHECKING:
     from .worker import Worker
-
-
-class NotConfigured(RuntimeError):
-    pass
 
 
 class Runtime:

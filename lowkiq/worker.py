@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .jobs import MorgueJob
-from .queue.keys import QueueKeys, validate_queue_name
-from .registry import check_shards_count
+from .store.keys import QueueKeys, validate_queue_name
+from .store.registry import check_shards_count
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
 
@@ -79,3 +80,14 @@ class Worker:
     @classmethod
     def keys(cls) -> QueueKeys:
         return QueueKeys(cls.queue_name, cls.shards_count)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard of one worker's queue."""
+
+    worker: type[Worker]
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.worker.__name__}{self.index}"

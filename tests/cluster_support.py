@@ -8,7 +8,7 @@ from typing import Any
 from redis_cluster import RedisCluster
 
 import lowkiq
-from lowkiq.queue.keys import QueueKeys
+from lowkiq.store.keys import QueueKeys
 
 
 def covering_queue(cluster: RedisCluster, prefix: str, shards_count: int) -> str:

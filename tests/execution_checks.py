@@ -88,7 +88,7 @@ class Producer:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def start(self) -> "Producer":
+    def start(self) -> Producer:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self

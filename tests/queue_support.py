@@ -6,7 +6,7 @@ from typing import Any
 
 import lowkiq
 from lowkiq.jobs import Job
-from lowkiq.leases import Lease
+from lowkiq.store.leases import Lease
 
 
 class OrdersWorker(lowkiq.Worker):

@@ -119,7 +119,7 @@ def busy_count(r: redis.Redis, worker: Any) -> int:
 
 def ids_per_shard(worker: Any, per_shard: int) -> list[str]:
     """Ids chosen so that every shard of the worker gets ``per_shard`` of them."""
-    from lowkiq.queue.codec import shard_of
+    from lowkiq.store.codec import shard_of
 
     found: dict[int, list[str]] = {s: [] for s in range(worker.shards_count)}
     i = 0

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from lowkiq.assignment import MemberView, assign, split_among_threads
+from lowkiq.server.assignment import MemberView, assign, split_among_threads
 
 QUEUES = (("orders", 24),)
 
@@ -113,8 +113,8 @@ def test_a_process_warns_when_another_has_its_node_number_name_or_another_shards
     import logging
 
     import lowkiq
-    from lowkiq.keeper import Keeper
-    from lowkiq.membership import Member
+    from lowkiq.server.keeper import Keeper
+    from lowkiq.store.membership import Member
 
     class Orders(lowkiq.Worker):
         shards_count = 4

@@ -16,8 +16,8 @@ import pytest
 from queue_support import held_lease
 
 import lowkiq
-from lowkiq import audit
-from lowkiq.queue.actions import CHUNK
+from lowkiq.store import audit
+from lowkiq.store.actions import CHUNK
 
 pytestmark = pytest.mark.slow
 
@@ -93,7 +93,7 @@ def test_whole_area_actions_at_200k_jobs_never_hold_redis_over_100_ms(big, r):
 
 RUNNER = """
 import sys, lowkiq
-from lowkiq.webui.console import Console
+from lowkiq.console import Console
 
 class Big(lowkiq.Worker):
     shards_count = 1

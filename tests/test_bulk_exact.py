@@ -17,8 +17,7 @@ from webui_support import (  # noqa: F401 - fixtures
     runtime,
 )
 
-from lowkiq import audit
-from lowkiq.queue import confirmations
+from lowkiq.store import audit, confirmations
 
 W = "/lowkiq/workers/OrdersWorker"
 API = "/lowkiq/api/v1/workers/OrdersWorker"

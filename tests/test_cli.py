@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from redis_server import free_port
 from server_support import APP, APPS, run_cli
 

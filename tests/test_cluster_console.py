@@ -11,9 +11,9 @@ from queue_support import held_lease
 from webui_support import fail, host_app, make_dead
 
 import lowkiq
-from lowkiq.queue.metrics import FULL, STATS, MetricsReader
-from lowkiq.queue.queries import Cursor
 from lowkiq.runtime import Runtime
+from lowkiq.store.metrics import FULL, STATS, MetricsReader
+from lowkiq.store.queries import Cursor
 
 API = "/lowkiq/api/v1"
 

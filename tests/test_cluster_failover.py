@@ -16,9 +16,9 @@ from conftest import wait_until
 from queue_support import held_lease
 
 import lowkiq
-from lowkiq.queue import codec, lua
-from lowkiq.queue.metrics import queue_metrics
 from lowkiq.server import Server
+from lowkiq.store import codec, lua
+from lowkiq.store.metrics import queue_metrics
 from lowkiq.transport import keyset_slot
 
 

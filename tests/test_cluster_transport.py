@@ -11,8 +11,8 @@ from cluster_support import close_migration, migrate_keys, move_slot, open_migra
 from queue_support import RoundTrips
 
 import lowkiq
-from lowkiq.queue import codec, lua
-from lowkiq.queue.keys import ShardKeys, registry_hash
+from lowkiq.store import codec, lua
+from lowkiq.store.keys import ShardKeys, registry_hash
 from lowkiq.transport import Batch, PartialWrite, TopologyError, Transport, keyset_slot
 from lowkiq.transport.resp import pack
 

@@ -7,7 +7,6 @@ import random
 import time
 
 import pytest
-
 from conftest import wait_until
 from server_support import import_app, queue_empty, records, start_server
 

@@ -2,7 +2,7 @@ import pytest
 
 import lowkiq
 from lowkiq.config import build_settings
-from lowkiq.queue.keys import QueueKeys, ShardKeys
+from lowkiq.store.keys import QueueKeys, ShardKeys
 
 
 class A(lowkiq.Worker):
@@ -115,10 +115,10 @@ def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
     import re
     from importlib import resources
 
-    from lowkiq.queue.keys import SCRIPT_KEYS, lua_prelude
+    from lowkiq.store.keys import SCRIPT_KEYS, lua_prelude
 
     names = [name for name, _ in SCRIPT_KEYS]
-    folder = resources.files("lowkiq.queue.scripts")
+    folder = resources.files("lowkiq.store.scripts")
     used = set()
     for entry in folder.iterdir():
         if entry.name.endswith(".lua"):
@@ -135,7 +135,7 @@ def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
 
 
 def test_each_script_carries_only_the_library_definitions_it_uses():
-    from lowkiq.queue import lua
+    from lowkiq.store import lua
 
     a = "-- header\nlocal A = 1\n\n"
     b = "-- b uses A\nlocal function b()\n  -- inside\n  return A\nend\n\n"

@@ -21,9 +21,10 @@ from test_leases_faults import FAST, drain, versions  # noqa: F401 - the fixture
 from test_processes import children
 
 import lowkiq
-from lowkiq import membership
 from lowkiq.config import build_settings
-from lowkiq.cpu_pinning import cpu_list, cpu_of
+from lowkiq.options import cpu_list
+from lowkiq.server.cpu_pinning import cpu_of
+from lowkiq.store import membership
 
 APP = APPS / "versions_app.py"
 LINUX = hasattr(os, "sched_getaffinity")
@@ -74,7 +75,7 @@ def test_threads_started_before_the_pinning_are_held_too():
     cpu = ALLOWED[-1]
     code = textwrap.dedent(f"""
         import json, os, threading
-        from lowkiq.cpu_pinning import pin
+        from lowkiq.server.cpu_pinning import pin
         started, stop = threading.Event(), threading.Event()
         ids = []
         def wait():

@@ -7,7 +7,8 @@ import threading
 import time
 
 from conftest import wait_until
-from lowkiq.crash_isolation import CrashIsolation
+
+from lowkiq.server.crash_isolation import CrashIsolation
 
 
 def test_a_suspect_waits_for_the_other_holders_and_keeps_new_takes_out_until_released():

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from server_support import lowkiq_bin
 
 import lowkiq
 from lowkiq import connection
-from server_support import lowkiq_bin
 
 APP = textwrap.dedent('''
     import pathlib

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from redis_server import RedisServer
 
 import lowkiq
-from redis_server import RedisServer
 
 
 class Orders(lowkiq.Worker):

@@ -9,9 +9,9 @@ import threading
 import pytest
 from webui_support import OrdersWorker, app, client, runtime  # noqa: F401 - fixtures
 
-from lowkiq import eviction
-from lowkiq.queue.metrics import redis_info
 from lowkiq.server import Server
+from lowkiq.store import eviction
+from lowkiq.store.metrics import redis_info
 from lowkiq.transport import NodeReply
 
 

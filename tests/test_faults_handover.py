@@ -17,7 +17,7 @@ from server_support import records
 from test_leases_faults import drain, holdings, server, settled, stop_all, versions  # noqa: F401 (a fixture)
 
 import lowkiq
-from lowkiq.assignment import MemberView, ShardId, assign, split_among_threads
+from lowkiq.server.assignment import MemberView, ShardId, assign, split_among_threads
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

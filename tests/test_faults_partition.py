@@ -21,7 +21,7 @@ from execution_checks import Producer, check
 from server_support import records
 from test_leases_faults import drain, holdings, in_processing, member_of, server, settled, stop_all, versions  # noqa: F401
 
-from lowkiq.queue.codec import shard_of
+from lowkiq.store.codec import shard_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

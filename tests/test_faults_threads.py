@@ -13,9 +13,9 @@ import uuid
 import pytest
 
 import lowkiq
-from lowkiq import membership
-from lowkiq.keeper import Keeper
-from lowkiq.processor import Processor
+from lowkiq.server.keeper import Keeper
+from lowkiq.server.processor import Processor
+from lowkiq.store import membership
 
 SHARDS = 12
 THREADS = 2
@@ -168,7 +168,7 @@ def test_a_renewal_that_fails_before_a_suspect_batch_ends_its_claim(process, r, 
     lease first fails, the claim must end with it, or every other thread would wait for it for ever."""
     import redis
 
-    from lowkiq.leases import Lease
+    from lowkiq.store.leases import Lease
 
     keeper, threads, handler, job_id = serving_one_job(process)
     first = threads[0]

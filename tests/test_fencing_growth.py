@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import pytest
 import redis
-
-import lowkiq
-from lowkiq import layout
-from lowkiq.config import build_settings
-from lowkiq.leases import Lease
-from lowkiq.queue import lua
-from lowkiq.queue.codec import shard_of
-from lowkiq.runtime import Runtime
 from redis_server import RedisServer
 from server_support import APP, run_cli
+
+import lowkiq
+from lowkiq.config import build_settings
+from lowkiq.runtime import Runtime
+from lowkiq.store import layout, lua
+from lowkiq.store.codec import shard_of
+from lowkiq.store.leases import Lease
 
 
 class FourShards(lowkiq.Worker):

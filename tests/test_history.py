@@ -10,9 +10,9 @@ from conftest import wait_until
 from server_support import start_server
 
 import lowkiq
-from lowkiq import history
-from lowkiq.history import HistoryKeys, Minute, Point
-from lowkiq.queue.metrics import queue_metrics
+from lowkiq.store import history
+from lowkiq.store.history import HistoryKeys, Minute, Point
+from lowkiq.store.metrics import queue_metrics
 
 
 class Orders(lowkiq.Worker):

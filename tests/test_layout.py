@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 import redis
-
-import lowkiq
-from lowkiq import layout
-from lowkiq.queue.keys import QueueKeys, registry_hash
-from lowkiq.config import build_settings
-from lowkiq.runtime import Runtime
 from queue_support import held_lease
 from redis_server import RedisServer
 from server_support import APP, run_cli
 from test_cli import one_line_error
+
+import lowkiq
+from lowkiq.config import build_settings
+from lowkiq.runtime import Runtime
+from lowkiq.store import layout
+from lowkiq.store.keys import QueueKeys, registry_hash
 
 LAYOUTS = layout.LAYOUT_KEYS.layouts_hash
 

@@ -14,7 +14,7 @@ from conftest import wait_until
 from server_support import APPS, ServerProcess, records, start_server
 
 import lowkiq
-from lowkiq import membership
+from lowkiq.store import membership
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

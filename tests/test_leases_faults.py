@@ -19,7 +19,7 @@ from execution_checks import Producer, check
 from server_support import APPS, ServerProcess, queue_empty, records, start_server
 
 import lowkiq
-from lowkiq import membership
+from lowkiq.store import membership
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
@@ -145,7 +145,7 @@ def test_kill_9_of_one_of_three_costs_only_its_in_flight_batches(versions, r, re
         assert report.duplicates <= in_flight, (report, in_flight)
         # Every shard of the victim was served again within 10 s.
         survivors = {p.pid for p in processes[1:]}
-        from lowkiq.queue.codec import shard_of
+        from lowkiq.store.codec import shard_of
 
         first_after: dict[int, float] = {}
         for rec in records(tmp_path, "perform"):

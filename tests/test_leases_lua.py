@@ -6,12 +6,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from queue_support import OrdersWorker, queries, queue, queued
 
 import lowkiq
-from lowkiq import membership
-from lowkiq.leases import Held, Lease, LeaseRefused, new_grant
-from lowkiq.queue import lua
-from queue_support import OrdersWorker, queries, queue, queued
+from lowkiq.store import lua, membership
+from lowkiq.store.leases import Held, Lease, LeaseRefused, new_grant
 
 
 @pytest.fixture(autouse=True)
@@ -81,7 +80,7 @@ def test_every_fenced_script_refuses_a_wrong_grant_and_an_expired_lease(script, 
 def _raise_refusal(call, lease):
     import redis
 
-    from lowkiq.leases import refusal
+    from lowkiq.store.leases import refusal
 
     try:
         return call(lease)
@@ -171,8 +170,8 @@ def test_release_acknowledges_puts_back_the_rest_and_hands_over_without_a_restor
     q = queue()
     a = grab("A", shard=2)
     taken = [j.id for j in q.ack_and_take(None, (a, 3)).jobs]
-    from lowkiq.keeper import release_leases
-    from lowkiq.queue.lua import Wire
+    from lowkiq.server.keeper import release_leases
+    from lowkiq.store.lua import Wire
 
     wire = Wire(q.client)
     assert release_leases(wire, [a], {id(a): taken[:2]}) == 1  # two acknowledged, one put back
@@ -226,7 +225,7 @@ def test_membership_heartbeats_list_the_live_members_and_drop_the_expired(r):
 
 def test_lease_lost_asks_redis_only_past_the_local_deadline(r):
     from lowkiq.job_context import Context
-    from lowkiq.leases import verify
+    from lowkiq.store.leases import verify
 
     client = queue().client
     asked: list[str] = []

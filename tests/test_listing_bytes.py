@@ -14,8 +14,8 @@ from flask.testing import FlaskClient
 from webui_support import OrdersWorker, app, client, fail, make_dead, runtime  # noqa: F401 - fixtures
 
 from lowkiq.jobs import ClippedPayload
-from lowkiq.queue.queries import JOB_BYTES, ROW_BYTES
 from lowkiq.runtime import Runtime
+from lowkiq.store.queries import JOB_BYTES, ROW_BYTES
 from lowkiq.webui.export import EXPORT_ROW_BYTES
 
 W = "/lowkiq/workers/OrdersWorker"

@@ -15,8 +15,8 @@ from queue_support import held_lease
 
 import lowkiq
 from lowkiq.contrib import opentelemetry as lowkiq_otel
-from lowkiq.queue.lua import Wire
-from lowkiq.shard_handler import ShardHandler
+from lowkiq.server.shard_handler import ShardHandler
+from lowkiq.store.lua import Wire
 
 
 class Orders(lowkiq.Worker):

@@ -7,12 +7,11 @@ from collections import Counter
 
 import pytest
 import redis
-
-import lowkiq
-
 from conftest import wait_until
 from redis_server import RedisServer
 from server_support import import_app, queue_empty, records, start_server
+
+import lowkiq
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from redis_server import free_port
 from wheel_support import ROOT, installed, installed_env, wheel
 
@@ -29,7 +28,8 @@ def test_wheel_contents():
     top_level = {n.split("/")[0] for n in names}
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"lowkiq"}
     assert "lowkiq/__init__.py" in names
-    assert "lowkiq/queue/scripts/push.lua" in names
+    assert "lowkiq/store/scripts/push.lua" in names
+    assert "lowkiq/py.typed" in names  # users' type checkers read lowkiq's annotations (PEP 561)
     assert "lowkiq/webui/__init__.py" in names
     assert any(n.startswith("lowkiq/webui/templates/lowkiq/") and n.endswith(".html") for n in names)
     assert any(n.startswith("lowkiq/webui/static/") and n.endswith("htmx.min.js") for n in names)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from conftest import wait_until
 from execution_checks import Producer, check
-from lowkiq import pausing
 from server_support import APPS, records, run_cli, start_server
 from test_leases_faults import drain, holdings, versions  # noqa: F401 - the fixture
+
+from lowkiq.store import pausing
 
 pytestmark = pytest.mark.slow
 

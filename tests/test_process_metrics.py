@@ -76,7 +76,7 @@ def test_tallies_of_many_threads_add_up_exactly():
     from prometheus_client import generate_latest
 
     from lowkiq.events import Event
-    from lowkiq.process_metrics import ProcessMetrics
+    from lowkiq.server.process_metrics import ProcessMetrics
 
     metrics = ProcessMetrics()
 
@@ -107,7 +107,7 @@ def test_a_batch_that_never_ran_counts_as_failed_without_a_duration():
     from prometheus_client import generate_latest
 
     from lowkiq.events import Event
-    from lowkiq.process_metrics import ProcessMetrics
+    from lowkiq.server.process_metrics import ProcessMetrics
 
     metrics = ProcessMetrics()
     # A payload that could not be loaded: perform never ran, so no duration is known.

@@ -15,7 +15,7 @@ from server_support import APPS, run_cli, start_server
 from test_cli import one_line_error
 from test_leases_faults import FAST, drain, versions  # noqa: F401 - the fixture
 
-from lowkiq import membership
+from lowkiq.store import membership
 
 pytestmark = pytest.mark.slow
 

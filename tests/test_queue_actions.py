@@ -1,7 +1,6 @@
 """Operators' actions: each one atomic per shard, each answering how many jobs it touched."""
 
 import pytest
-
 from queue_support import OrdersWorker, actions, fail, queries, queued, snapshot, take
 
 

@@ -1,9 +1,9 @@
 import math
 
 import pytest
+from queue_support import OrdersWorker, RoundTrips, queries, queued, snapshot
 
 import lowkiq
-from queue_support import OrdersWorker, RoundTrips, queued, queries, snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -148,7 +148,7 @@ def test_perform_async_can_be_overridden_to_compute_ids(configure):
 
 
 def test_enqueue_registers_the_worker_for_the_standalone_console(r):
-    from lowkiq import registry
+    from lowkiq.store import registry
 
     OrdersWorker.perform_async([{"id": 1}])
     assert [(w.name, w.queue_name, w.shards_count) for w in registry.known(r)] == [("OrdersWorker", "OrdersWorker", 3)]

@@ -4,10 +4,10 @@ the Redis side (INFO commandstats) at 10,000 and 200,000 retried jobs in one sha
 from __future__ import annotations
 
 import pytest
+from queue_support import OrdersWorker, queries
 
 import lowkiq
-from lowkiq.queue.codec import shard_of
-from queue_support import OrdersWorker, queries
+from lowkiq.store.codec import shard_of
 
 pytestmark = pytest.mark.slow
 

@@ -4,9 +4,7 @@ import itertools
 import json
 
 import msgpack
-
 import pytest
-
 from queue_support import OrdersWorker, actions, fail, held_lease, queue, queued, take
 
 T = 1_700_000_000.0

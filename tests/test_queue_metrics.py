@@ -1,11 +1,10 @@
 """Every metric, per queue and per shard, in one round trip."""
 
 import pytest
-
-from lowkiq.queue.metrics import queue_metrics
-from queue_support import OrdersWorker, RoundTrips, actions, fail, held_lease, queue, take
+from queue_support import OrdersWorker, RoundTrips, actions, fail, held_lease, queue
 
 import lowkiq
+from lowkiq.store.metrics import queue_metrics
 
 
 class OtherWorker(lowkiq.Worker):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import redis
+from redis_server import RedisServer
 
 import lowkiq
-from redis_server import RedisServer
 
 
 class Bulky(lowkiq.Worker):

@@ -1,10 +1,10 @@
 """The console's read side: ranges in both directions, bounds, keyset paging, lookups."""
 
 import pytest
+from queue_support import OrdersWorker, RoundTrips, held_lease
 
 import lowkiq
-from lowkiq.queue.queries import Cursor
-from queue_support import OrdersWorker, RoundTrips, fail, held_lease, queue
+from lowkiq.store.queries import Cursor
 
 
 class Many(lowkiq.Worker):

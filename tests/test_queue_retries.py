@@ -1,7 +1,7 @@
 """SPEC's retry table, the morgue rule, and restore of processing data."""
 
 import pytest
-from queue_support import OrdersWorker, actions, fail, held_lease, queries, queue, queued, take
+from queue_support import OrdersWorker, fail, held_lease, queries, queue, queued, take
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +83,7 @@ def test_ack_counts_processed_and_clears_processing(clock):
     assert [j.id for j in second.jobs] == ids[2:]
     assert q.ack_and_take((lease, [j.id for j in second.jobs]), (lease, 2)).jobs == []
     assert queries().busy() == []
-    from lowkiq.queue.metrics import queue_metrics
+    from lowkiq.store.metrics import queue_metrics
 
     assert queue_metrics(queue().client, [OrdersWorker.keys()])[0].processed == 3
 
@@ -154,7 +154,7 @@ def test_fail_counts_failed_and_every_job_of_the_batch(clock):
     taken = q.ack_and_take(None, (held_lease(q, 0), 10))
     q.fail(held_lease(q, 0), [(j.id, clock.now + 30) for j in taken.jobs], b"batch failed", 3)
     assert all(queued(i).retry_count == 0 and queued(i).error == "batch failed" for i in ids)
-    from lowkiq.queue.metrics import queue_metrics
+    from lowkiq.store.metrics import queue_metrics
 
     assert queue_metrics(q.client, [OrdersWorker.keys()])[0].failed == 4
 

@@ -2,9 +2,9 @@
 
 import pytest
 import redis
+from queue_support import OrdersWorker, RoundTrips, held_lease, queries, queue
 
-from lowkiq.queue import lua
-from queue_support import OrdersWorker, RoundTrips, held_lease, queue, queries
+from lowkiq.store import lua
 
 
 @pytest.fixture(autouse=True)

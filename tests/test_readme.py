@@ -31,10 +31,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-
-from lowkiq import connection
 from redis_server import free_port
 from wheel_support import ROOT, VENV_BIN, installed_env
+
+from lowkiq import connection
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-from lowkiq import ops_cli
+from lowkiq.cli import ops as ops_cli
 
 README = Path(__file__).parent.parent / "README.md"
 

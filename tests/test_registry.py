@@ -8,9 +8,9 @@ import time
 import pytest
 from webui_support import OrdersWorker
 
-from lowkiq import registry
-from lowkiq.queue.keys import registry_hash
-from lowkiq.registry import BrokenEntry, WorkerInfo
+from lowkiq.store import registry
+from lowkiq.store.keys import registry_hash
+from lowkiq.store.registry import BrokenEntry, WorkerInfo
 
 GOOD = json.dumps({"queue_name": "orders", "shards_count": 4})
 

@@ -16,10 +16,10 @@ import pytest
 import redis
 
 import lowkiq
-from lowkiq import registry
-from lowkiq.queue.keys import registry_hash
-from lowkiq.queue.metrics import CONSOLE_SHARD_BUDGET
-from lowkiq.registry import MAX_SHARDS_COUNT, MAX_WORKERS, RegistryFull
+from lowkiq.store import registry
+from lowkiq.store.keys import registry_hash
+from lowkiq.store.metrics import CONSOLE_SHARD_BUDGET
+from lowkiq.store.registry import MAX_SHARDS_COUNT, MAX_WORKERS, RegistryFull
 from lowkiq.webui import create_app
 
 

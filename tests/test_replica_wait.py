@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 import lowkiq
-from lowkiq.keeper import Keeper
-from lowkiq.processor import Processor
-from lowkiq.queue.metrics import queue_metrics
+from lowkiq.server.keeper import Keeper
+from lowkiq.server.processor import Processor
+from lowkiq.store.metrics import queue_metrics
 
 
 class Mail(lowkiq.Worker):

@@ -6,14 +6,14 @@ import threading
 
 import pytest
 import redis
+from queue_support import held_lease
 
 import lowkiq
-from lowkiq import schedulers
 from lowkiq.config import build_settings
-from lowkiq.processor import Processor
-from lowkiq.schedulers import Lag, SchedulerContext, Seq
-from lowkiq.splitters import Shard
-from queue_support import held_lease
+from lowkiq.server import schedulers
+from lowkiq.server.processor import Processor
+from lowkiq.server.schedulers import Lag, SchedulerContext, Seq
+from lowkiq.server.splitters import Shard
 
 
 class Blank(lowkiq.Worker):

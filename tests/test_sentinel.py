@@ -9,8 +9,8 @@ import redis
 from queue_support import held_lease
 
 import lowkiq
-from lowkiq.queue import lua
-from lowkiq.queue.metrics import queue_metrics
+from lowkiq.store import lua
+from lowkiq.store.metrics import queue_metrics
 from lowkiq.transport import Transport
 from lowkiq.transport.sentinel import SentinelTarget, parse
 

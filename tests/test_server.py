@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from conftest import wait_until
 
 import lowkiq
-from conftest import wait_until
-from lowkiq.schedulers import Seq
 from lowkiq.server import NoWorkers, Server
+from lowkiq.server.schedulers import Seq
 
 
 class Noted(lowkiq.Worker):

@@ -10,7 +10,7 @@ import pytest
 from conftest import Clock
 from queue_support import OrdersWorker, held_lease, queue, queued
 
-from lowkiq.queue import lua
+from lowkiq.store import lua
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 from conftest import wait_until
 from server_support import busy_count, ids_per_shard, import_app, performed_ids, queue_empty, records, start_server
 
-from lowkiq import membership
-from lowkiq.queue.codec import shard_of
+from lowkiq.store import membership
+from lowkiq.store.codec import shard_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 

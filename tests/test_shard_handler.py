@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 
 import pytest
+from queue_support import held_lease
 
 import lowkiq
-from lowkiq.queue.lua import Wire
-from lowkiq.shard_handler import ShardHandler, StopProcess
-from queue_support import held_lease
+from lowkiq.server.shard_handler import ShardHandler, StopProcess
+from lowkiq.store.lua import Wire
 
 
 class Orders(lowkiq.Worker):

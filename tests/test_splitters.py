@@ -3,9 +3,9 @@
 import pytest
 
 import lowkiq
-from lowkiq import splitters
 from lowkiq.config import build_settings
-from lowkiq.splitters import Shard
+from lowkiq.server import splitters
+from lowkiq.server.splitters import Shard
 
 
 def worker(name: str, shards: int) -> type[lowkiq.Worker]:

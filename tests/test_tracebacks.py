@@ -5,13 +5,13 @@ API and the CLI, never in listings."""
 from __future__ import annotations
 
 import pytest
+from queue_support import held_lease
 
 import lowkiq
 from lowkiq import stored_error
-from lowkiq.queue.lua import Wire
-from lowkiq.shard_handler import ShardHandler
+from lowkiq.server.shard_handler import ShardHandler
+from lowkiq.store.lua import Wire
 from lowkiq.webui import blueprint
-from queue_support import held_lease
 
 
 def load_customer(payload):

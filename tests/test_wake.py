@@ -10,7 +10,7 @@ from conftest import wait_until
 from server_support import import_app, records, start_server
 
 import lowkiq
-from lowkiq.queue.keys import WAKE_CHANNEL
+from lowkiq.store.keys import WAKE_CHANNEL
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ from redis_server import free_port
 from server_support import lowkiq_bin
 
 import lowkiq
-from lowkiq import connection, registry, web_command
+from lowkiq import connection
+from lowkiq.cli import web as web_command
+from lowkiq.store import registry
 
 APP = textwrap.dedent('''
     import lowkiq

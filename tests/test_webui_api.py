@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from queue_support import RoundTrips
-from queue_support import held_lease
+from queue_support import RoundTrips, held_lease
 from webui_support import (  # noqa: F401 - fixtures
     MailerWorker,
     OrdersWorker,

@@ -17,7 +17,7 @@ from webui_support import (  # noqa: F401 - fixtures
     runtime,
 )
 
-from lowkiq import audit
+from lowkiq.store import audit
 from lowkiq.webui import create_app
 
 W = "/lowkiq/workers/OrdersWorker"

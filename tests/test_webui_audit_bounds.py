@@ -8,8 +8,7 @@ import json
 import pytest
 from webui_support import OrdersWorker, app, client, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
-from lowkiq import audit, registry
-from lowkiq.queue import lua
+from lowkiq.store import audit, lua, registry
 from lowkiq.webui import create_app
 
 API = "/api/v1/workers/OrdersWorker"

@@ -15,8 +15,8 @@ from webui_support import (  # noqa: F401 - fixtures
     runtime,
 )
 
-from lowkiq.queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from lowkiq.webui import listing
+from lowkiq.console import listing
+from lowkiq.store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 
 PREFIX = "/lowkiq"
 UNBOUNDED = [{"min": "-inf", "max": "+inf"}, {"min": "-inf", "max": "inf"}, {"min": "-inf"}, {"max": "+inf"},

@@ -14,7 +14,7 @@ from webui_support import (  # noqa: F401 - fixtures
     runtime,
 )
 
-from lowkiq import audit
+from lowkiq.store import audit
 
 W = "/lowkiq/workers/OrdersWorker"
 
@@ -25,7 +25,7 @@ def post(client, verb: str, listing: str, **form: str):
 
 
 def test_delete_matching_an_id_range_deletes_that_range_only(client, runtime, monkeypatch):
-    from lowkiq.webui import console as console_module
+    from lowkiq import console as console_module
 
     monkeypatch.setattr(console_module, "MATCHING_CHUNK", 3)  # several chunks, none skipped or repeated
     OrdersWorker.perform_async([{"id": f"job-{i:02}"} for i in range(50)])

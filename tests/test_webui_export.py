@@ -53,7 +53,7 @@ def test_an_empty_view_and_a_bad_request(client, runtime):
 def test_a_redis_failure_midway_ends_the_file_with_a_line_saying_so(client, runtime, monkeypatch):
     import redis
 
-    from lowkiq.queue.queries import Queries
+    from lowkiq.store.queries import Queries
     from lowkiq.webui import export
 
     monkeypatch.setattr(export, "EXPORT_CHUNK", 2)

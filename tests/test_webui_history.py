@@ -9,7 +9,7 @@ import time
 import pytest
 from webui_support import OrdersWorker, app, client, host_app, runtime  # noqa: F401 - fixtures
 
-from lowkiq.history import HistoryKeys
+from lowkiq.store.history import HistoryKeys
 
 MINUTE = 60.0
 

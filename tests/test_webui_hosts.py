@@ -16,7 +16,7 @@ from redis_server import free_port
 from server_support import lowkiq_bin
 from webui_support import OrdersWorker, counts, csrf, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
-from lowkiq import registry
+from lowkiq.store import registry
 from lowkiq.webui import create_app
 from lowkiq.webui.hosts import allowed_hosts, host_name, is_loopback
 from lowkiq.webui.settings import SettingError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from webui_support import OrdersWorker, app, client, counts, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
-from lowkiq import audit, pausing, registry
+from lowkiq.store import audit, pausing, registry
 from lowkiq.webui import create_app
 from lowkiq.webui.openapi import document
 from lowkiq.webui.proxy import safe_prefix

@@ -13,7 +13,7 @@ from webui_support import (  # noqa: F401 - fixtures
     runtime,
 )
 
-from lowkiq import audit
+from lowkiq.store import audit
 from lowkiq.webui import formatting
 
 W = "/lowkiq/workers/OrdersWorker"
@@ -34,7 +34,7 @@ def test_a_filter_showing_one_job_touches_that_job_only(client, runtime):
 
 
 def test_a_range_larger_than_a_chunk_is_requeued_whole(client, runtime, monkeypatch):
-    from lowkiq.webui import console as console_module
+    from lowkiq import console as console_module
 
     monkeypatch.setattr(console_module, "MATCHING_CHUNK", 7)  # many chunks, each its own script
     make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}"} for i in range(50)])

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 import redis
+from queue_support import RoundTrips, held_lease
+from webui_support import MailerWorker, OrdersWorker, app, client, fail, make_dead, runtime  # noqa: F401
 
-from lowkiq.queue.metrics import FULL, STATS, MetricsReader, queue_metrics
-from queue_support import RoundTrips
-from webui_support import OrdersWorker, MailerWorker, app, client, fail, make_dead, runtime  # noqa: F401
-from queue_support import held_lease
+from lowkiq.store.metrics import FULL, STATS, MetricsReader, queue_metrics
 
 
 def seed(runtime, clock) -> None:

@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 from flask import Flask
+from webui_support import OrdersWorker, csrf, host_app, ids_in, make_dead, runtime  # noqa: F401
 
 import lowkiq
 from lowkiq.webui import blueprint, create_app
-from webui_support import OrdersWorker, csrf, host_app, ids_in, make_dead, runtime  # noqa: F401
 
 
 def links(html: str) -> list[str]:

@@ -28,12 +28,11 @@ from webui_support import (  # noqa: F401 - fixtures
 )
 
 import lowkiq
-from lowkiq import membership
-from lowkiq.queue import lua
-from lowkiq.queue.keys import registry_hash
+from lowkiq.console.listing import TIME_ORDERS
+from lowkiq.console.operations import OPERATIONS
+from lowkiq.store import lua, membership
+from lowkiq.store.keys import registry_hash
 from lowkiq.webui import create_app
-from lowkiq.webui.listing import TIME_ORDERS
-from lowkiq.webui.operations import OPERATIONS
 
 PREFIX = "/lowkiq"
 DOC = "/api/v1/openapi.json"

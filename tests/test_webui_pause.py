@@ -5,7 +5,7 @@ from __future__ import annotations
 from test_webui_prometheus import beat
 from webui_support import OrdersWorker, app, client, csrf, host_app, runtime  # noqa: F401 - fixtures
 
-from lowkiq import audit, pausing
+from lowkiq.store import audit, pausing
 
 W = "/lowkiq/workers/OrdersWorker"
 

@@ -28,10 +28,9 @@ from webui_support import (  # noqa: F401 - fixtures
 )
 
 import lowkiq
-from lowkiq import membership, pausing, registry
-from lowkiq.queue import codec, lua
-from lowkiq.queue.keys import registry_hash
 from lowkiq.runtime import Runtime
+from lowkiq.store import codec, lua, membership, pausing, registry
+from lowkiq.store.keys import registry_hash
 from lowkiq.webui import create_app
 from lowkiq.webui.settings import SettingError
 

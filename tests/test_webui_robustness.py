@@ -7,12 +7,12 @@ import re
 
 import msgpack
 import pytest
+from webui_support import OrdersWorker, app, client, csrf, host_app, ids_in, make_dead, runtime  # noqa: F401
 
 import lowkiq
-from lowkiq.queue.keys import registry_hash
+from lowkiq.store.keys import registry_hash
 from lowkiq.webui import create_app
 from lowkiq.webui.formatting import form_id
-from webui_support import OrdersWorker, app, client, csrf, host_app, ids_in, make_dead, runtime  # noqa: F401
 
 W = "/workers/OrdersWorker"
 MALFORMED = {

@@ -6,9 +6,6 @@ import base64
 import json
 
 import pytest
-
-from lowkiq.queue.keys import webui_secret_string
-from lowkiq.webui import create_app
 from webui_support import (  # noqa: F401 - fixtures
     OrdersWorker,
     app,
@@ -19,6 +16,9 @@ from webui_support import (  # noqa: F401 - fixtures
     make_dead,
     runtime,
 )
+
+from lowkiq.store.keys import webui_secret_string
+from lowkiq.webui import create_app
 
 W = "/lowkiq/workers/OrdersWorker"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import signal
 
 import pytest
-
-import lowkiq
 from conftest import wait_until
 from server_support import APPS, start_server
 from webui_support import host_app
+
+import lowkiq
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ import base64
 import logging
 
 import pytest
+from webui_support import OrdersWorker, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
 from lowkiq.webui import create_app
 from lowkiq.webui.settings import SettingError, boolean, from_config
-from webui_support import OrdersWorker, host_app, make_dead, runtime  # noqa: F401 - fixtures
 
 W = "/lowkiq/workers/OrdersWorker"
 

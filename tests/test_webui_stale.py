@@ -8,9 +8,8 @@ import time
 from webui_support import OrdersWorker, csrf, host_app, runtime  # noqa: F401
 
 import lowkiq
-from lowkiq import audit, membership, registry
-from lowkiq.queue import lua
-from lowkiq.queue.keys import registry_hash
+from lowkiq.store import audit, lua, membership, registry
+from lowkiq.store.keys import registry_hash
 from lowkiq.webui import create_app
 
 

@@ -94,7 +94,7 @@ def ids_in(html: bytes) -> list[str]:
 
 def counts(rt: Runtime, worker: type[lowkiq.Worker]) -> tuple[int, int]:
     """(queued ids, dead ids)."""
-    from lowkiq.queue.metrics import queue_metrics
+    from lowkiq.store.metrics import queue_metrics
 
     [m] = queue_metrics(rt.client, [worker.keys()])
     return m.length, m.morgue_length

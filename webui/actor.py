@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from flask import current_app, g, request
 
-from .. import audit
-from .console import Console, WorkerView
-from .operations import Operation
+from ..console import Console, WorkerView
+from ..console.operations import Operation
+from ..store import audit
 from .state import settings
 
 CURRENT_USER_HOOK = "LOWKIQ_WEB_CURRENT_USER"

@@ -7,17 +7,17 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from .. import audit, history
-from ..history import Minute
+from ..console import MATCHING_VERBS, listing
+from ..console.listing import BadInput
+from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..jobs import Job, MorgueJob
-from ..queue.confirmations import TTL_SECONDS, ConfirmationRefused
-from ..queue.metrics import CONSOLE_SHARD_BUDGET
-from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import actor, listing
+from ..store import audit, history
+from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
+from ..store.history import Minute
+from ..store.metrics import CONSOLE_SHARD_BUDGET
+from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
+from . import actor
 from .blueprint import bp
-from .console import MATCHING_VERBS
-from .listing import BadInput
-from .operations import MAX_IDS, OPERATIONS, Operation
 from .state import console, settings
 from .views import dashboard_data, filter_text, run_operation
 

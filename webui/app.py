@@ -18,9 +18,9 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
+from ..console import standalone_console
 from . import proxy, security
 from .blueprint import bp, error_response, not_allowed_response, template_context
-from .console import standalone_console
 from .settings import from_config, from_environ
 from .state import init_app
 

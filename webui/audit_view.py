@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from flask import Response, request
 
-from .. import audit
+from ..console.listing import BadInput
+from ..store import audit
 from .api import reply
 from .blueprint import bp
-from .listing import BadInput
 from .state import console
 from .views import page
 

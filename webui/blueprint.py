@@ -19,9 +19,9 @@ from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
 
 from .. import __version__
+from ..console import UnknownWorker
+from ..console.listing import BadInput
 from . import formatting, security, settings, state
-from .console import UnknownWorker
-from .listing import BadInput
 
 HERE = Path(__file__).resolve().parent
 

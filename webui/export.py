@@ -20,12 +20,12 @@ from typing import Any
 import redis
 from flask import Response, request, stream_with_context
 
+from ..console import listing
+from ..console.listing import BadInput
 from ..jobs import Job, MorgueJob
-from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
+from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from ..transport import TopologyError
-from . import listing
 from .blueprint import bp
-from .listing import BadInput
 from .state import console
 
 EXPORT_CHUNK = 500

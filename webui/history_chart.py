@@ -1,7 +1,7 @@
 """History charts: jobs processed and failed per minute, and the lag, over the last hours, from Redis.
 
 Any console process draws the same charts: the points come from the per-minute
-streams (``lowkiq.history``), not from what this process happened to see.
+streams (``lowkiq.store.history``), not from what this process happened to see.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import redis
 from flask import request
 
-from .. import history
-from ..history import Minute
-from .listing import BadInput
+from ..console.listing import BadInput
+from ..store import history
+from ..store.history import Minute
 from .state import settings, state
 
 log = logging.getLogger("lowkiq.webui")

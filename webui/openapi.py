@@ -16,14 +16,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import __version__
-from ..audit import IDS_KEPT
+from ..console.listing import TIME_ORDERS
+from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
-from ..queue.actions import Actions
-from ..queue.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
+from ..store.actions import Actions
+from ..store.audit import IDS_KEPT
+from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
 from .api import API_PAGE_SIZE
 from .history_chart import WINDOWS as HISTORY_WINDOWS
-from .listing import TIME_ORDERS
-from .operations import MAX_IDS, OPERATIONS, Operation
 from .security import ALLOWED_FETCH_SITES
 
 OPENAPI_VERSION = "3.1.0"

@@ -1,6 +1,6 @@
 """Pausing a worker's queue from the console and the API.
 
-Servers stop taking the queue's jobs within a heartbeat (``lowkiq.pausing``);
+Servers stop taking the queue's jobs within a heartbeat (``lowkiq.store.pausing``);
 producers keep enqueueing. The worker's pages learn the state from the tab
 counts they load anyway (one read of every shard and the paused queues), so a
 listing stays two round trips.
@@ -11,11 +11,11 @@ from __future__ import annotations
 from flask import Response, redirect, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from .. import pausing
+from ..console import WorkerView
+from ..store import pausing
 from . import actor
 from .api import no_parameters, reply
 from .blueprint import bp
-from .console import WorkerView
 from .state import console
 from .views import FLASH_COOKIE, _back
 

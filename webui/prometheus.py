@@ -26,11 +26,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .. import ownership
-from ..membership import Member
-from ..queue.metrics import QueueMetrics
+from ..console import Console, WorkerView
+from ..store import ownership
+from ..store.membership import Member
+from ..store.metrics import QueueMetrics
 from .blueprint import bp
-from .console import Console, WorkerView
 from .state import console, settings
 
 WORKER_LABELS = ("worker", "queue")

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, current_app, g, jsonify, request, session, url_for
 
-from ..queue.keys import webui_secret_string
+from ..store.keys import webui_secret_string
 from . import hosts, proxy
 from .settings import ConsoleSettings
 from .state import settings, state

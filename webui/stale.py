@@ -18,14 +18,14 @@ from typing import Any
 from flask import redirect, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from .. import audit, registry
-from ..membership import Member
-from ..queue.keys import QueueKeys, registry_hash
-from ..queue.metrics import MetricsReader
-from ..registry import WorkerInfo
+from ..console import Console, WorkerView
+from ..store import audit, registry
+from ..store.keys import QueueKeys, registry_hash
+from ..store.membership import Member
+from ..store.metrics import MetricsReader
+from ..store.registry import WorkerInfo
 from .actor import actor
 from .blueprint import bp
-from .console import Console, WorkerView
 from .formatting import duration, relative
 from .state import console, settings
 from .views import FLASH_COOKIE

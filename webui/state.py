@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from flask import Flask, current_app, g
 
-from .console import Console
+from ..console import Console
 from .settings import ConsoleSettings, from_config
 
 EXTENSION = "lowkiq"

@@ -10,14 +10,14 @@ from flask import Response, abort, make_response, redirect, render_template, req
 from werkzeug.urls import iri_to_uri
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from .. import audit, history
-from ..queue.confirmations import ConfirmationRefused
-from ..queue.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import actor, chart, formatting, history_chart, listing
+from ..console import Console, WorkerView, listing
+from ..console.listing import BadInput
+from ..console.operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
+from ..store import audit, history
+from ..store.confirmations import ConfirmationRefused
+from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
+from . import actor, chart, formatting, history_chart
 from .blueprint import bp
-from .console import Console, WorkerView
-from .listing import BadInput
-from .operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
 from .state import console, state
 
 FLASH_COOKIE = "lowkiq_flash"
@@ -47,7 +47,7 @@ def dashboard_data(c: Console) -> dict[str, Any]:
     }
     samples = state().sample(now, int(totals["processed"]), int(totals["failed"]))
     history_chart.record(c, [m for _, m in rows], now)
-    from .servers import unserved
+    from ..console.servers import unserved
     from .stale import stale_workers
 
     return {
@@ -212,7 +212,7 @@ def _bound_text(order_by: str, value: str, limit: int | None) -> str:
 def busy(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    from .servers import busy_servers, long_perform_seconds
+    from ..console.servers import busy_servers, long_perform_seconds
 
     jobs = c.queries(view).busy()
     leases, by_job = busy_servers(c, view, jobs)
@@ -277,7 +277,7 @@ def job(worker: str, job_id: str) -> Response:
     status = 200 if any(found.values()) else 404
     lease = None
     if found["busy"] is not None:  # which server performs it, since when: one more read, only then
-        from .servers import busy_servers
+        from ..console.servers import busy_servers
 
         lease = busy_servers(c, view, [found["busy"]])[1].get(job_id)
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status,

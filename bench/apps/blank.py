@@ -11,9 +11,10 @@ import os
 import threading
 import time
 
-import lowkiq
 import redis
 import redis.cluster
+
+import lowkiq
 
 EXPECTED = int(os.environ["BENCH_EXPECTED"])
 # On a Redis Cluster (item 8) the two marks live on different nodes.

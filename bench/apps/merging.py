@@ -11,8 +11,9 @@ import os
 import threading
 import time
 
-import lowkiq
 import redis
+
+import lowkiq
 
 EXPECTED = int(os.environ["BENCH_EXPECTED"])
 _marks = redis.Redis.from_url(os.environ["LOWKIQ_REDIS_URL"])

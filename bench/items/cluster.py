@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lowkiq
 import redis
 import redis.cluster
+
+import lowkiq
 
 from .. import ROOT
 from ..common import MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, Sizes, log, median, spread, wait_for
@@ -96,7 +97,7 @@ def _drain(target: Target, sizes: Sizes, batch_size: int) -> dict[str, float]:
 
 def _stats_latency(url: str, requests: int) -> tuple[float, float]:
     """p50 and p99 of api/v1/stats, in-process, for 50 workers × 24 shards (item 6's shape, empty queues)."""
-    from lowkiq import registry
+    from lowkiq.store import registry
     from lowkiq.transport import Transport
     from lowkiq.webui import served_app
 

@@ -22,15 +22,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+
+import redis
 
 import lowkiq
-import redis
-from lowkiq.queue.metrics import queue_metrics
+from lowkiq.store.metrics import queue_metrics
 
-from ..common import ItemResult, Sizes, log, median, spread
+from ..common import ItemResult, Sizes, log
 from ..options import Options
 from ..redis_server import RedisServer, free_port
 
@@ -140,7 +141,7 @@ def _run(sizes: Sizes, options: Options, number: int, title: str, endpoints: lis
 
 def _seed_history(url: str, client: redis.Redis, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:
     """Every worker's per-minute stream full (two days of minutes), and one id held by two workers."""
-    from lowkiq.history import HistoryKeys
+    from lowkiq.store.history import HistoryKeys
 
     started = time.perf_counter()
     minutes = 60 if sizes.smoke else HISTORY_MINUTES

@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 import time
 
-import lowkiq
 import redis
-from lowkiq import membership, pausing
+
+import lowkiq
+from lowkiq.store import membership, pausing
 
 from ..common import ItemResult, LowkiqServer, Sizes, log, median, spread, wait_for
 from ..lowkiq_side import blank_worker, enqueue_blank

@@ -7,10 +7,11 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-import lowkiq
 import redis
-from lowkiq.queue.keys import PREFIX
+
+import lowkiq
 from lowkiq.serializers import dump_json
+from lowkiq.store.keys import PREFIX
 
 from ..common import MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, Sizes, human_bytes, log, wait_drained
 from ..items.merging import merge_worker

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import time
 
-import lowkiq
 import redis
 
-from ..common import (MARK_FIRST, MARK_LAST, ItemResult, LowkiqServer, RedisCounters, Sizes, log, median, spread,
-                      wait_drained, wait_for)
+import lowkiq
+
+from ..common import (
+    MARK_FIRST,
+    MARK_LAST,
+    ItemResult,
+    LowkiqServer,
+    RedisCounters,
+    Sizes,
+    log,
+    median,
+    spread,
+    wait_drained,
+    wait_for,
+)
 from ..options import Options
 from ..redis_server import RedisServer
 

@@ -102,7 +102,7 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
 
 
 def item2(sizes: Sizes, options: Options) -> ItemResult:
-    result = ItemResult(2, "Batched", f"as item 1 with batch_size 100 and shards_count 24 (lag scheduler)")
+    result = ItemResult(2, "Batched", "as item 1 with batch_size 100 and shards_count 24 (lag scheduler)")
     runs: list[LowkiqRun] = []
     with RedisServer() as redis_server:
         for run in range(sizes.runs):

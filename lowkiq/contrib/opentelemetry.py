@@ -42,10 +42,10 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from .. import __version__
 from ..jobs import prepare
-from ..queue.codec import shard_of
-from ..queue.keys import ShardKeys
 from ..runtime import current
 from ..serializers import to_bytes
+from ..store.codec import shard_of
+from ..store.keys import ShardKeys
 
 # The wrapper of earlier versions, still unwrapped when met in a queue.
 TRACE_KEY = "__lowkiq_trace__"

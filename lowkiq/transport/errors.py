@@ -8,8 +8,10 @@ from typing import Any
 
 import redis
 
+from ..errors import LowkiqError
 
-class TopologyError(redis.RedisError):
+
+class TopologyError(LowkiqError, redis.RedisError):
     """The Redis deployment cannot serve lowkiq as configured (e.g. a database other than 0 on a cluster).
 
     Not an outage: waiting does not help, the configuration must change.
@@ -20,7 +22,7 @@ class NotSent(redis.ConnectionError):
     """No connection to the node could be made: the command was not sent, so it did not run."""
 
 
-class PartialWrite(redis.ResponseError):
+class PartialWrite(LowkiqError, redis.ResponseError):
     """Some calls of one pipelined step ran and others did not, or may not have.
 
     ``results`` holds, per call in the order given, its reply or the exception

@@ -1,0 +1,337 @@
+"""What the console reads and acts on: one Redis client, the known workers, the serializers.
+
+A console finds its workers in one of two ways:
+
+- from a configured lowkiq (``lowkiq.configure(workers=[...])`` in the host
+  app, or in the file named by ``LOWKIQ_APP``): the workers' classes are the
+  truth, and their payload serializers are used;
+- from the registry that servers and clients keep in Redis, when no app code
+  is at hand (the standalone console): payloads are read as JSON, the default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from .. import app_file, connection
+from ..config import redis_url_from
+from ..errors import UnknownWorker
+from ..runtime import Runtime
+from ..serializers import load_error as default_load_error
+from ..serializers import load_json
+from ..store import audit, registry
+from ..store.actions import Actions, Filter
+from ..store.confirmations import Confirmations, Pending
+from ..store.keys import QueueKeys
+from ..store.membership import Member
+from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
+from ..store.queries import Queries
+from ..store.registry import BrokenEntry, WorkerInfo
+from ..transport import Transport
+
+# Registry lookups are cached this long: the stats API is polled often and the
+# set of workers changes only on deploys.
+REGISTRY_TTL = 5.0
+# Ids per requeue/delete script of a "matching" action: each script stays short, however many match.
+MATCHING_CHUNK = 1000
+# What a "matching" action may do, by area and verb: the Actions method it runs on each chunk.
+MATCHING_VERBS = {
+    "morgue": {"requeue": "morgue_requeue", "delete": "morgue_delete"},
+    "enqueued": {"delete": "delete", "kill": "kill", "perform_now": "perform_now"},
+}
+CONSOLE_POOL_SIZE = 10
+# The workers a console knows: the usable ones, and registry entries it cannot use.
+Known = tuple[list[WorkerInfo], list[BrokenEntry]]
+
+
+class BrokenWorker(UnknownWorker):
+    """A worker whose registry entry cannot be used: its pages say why instead of showing it."""
+
+    def __init__(self, entry: BrokenEntry) -> None:
+        super().__init__(entry.name, f"worker {entry.name!r} has a broken registry entry: {entry.problem}")
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """A worker as the console knows it, with its keys built once."""
+
+    info: WorkerInfo
+    keys: QueueKeys
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What a confirmed "matching" action did: how many jobs its dry run counted, how many it touched.
+
+    The difference is the jobs that no longer matched when it ran: performed, moved or
+    deleted since, or changed so that the filter no longer holds them."""
+
+    counted: int
+    touched: int
+
+    @property
+    def skipped(self) -> int:
+        return self.counted - self.touched
+
+
+@dataclass(frozen=True)
+class Found:
+    """An id found in a worker: ``where`` is "queued", "busy" or "dead"; ``job`` its Job or MorgueJob."""
+
+    view: WorkerView
+    where: str
+    job: Any
+
+
+class Console:
+    def __init__(
+        self,
+        client: Transport,
+        workers: Callable[[], Known],
+        *,
+        load_payload: Callable[[bytes], Any] = load_json,
+        load_error: Callable[[bytes], str] = default_load_error,
+        clock: Callable[[], float] = time.time,
+        source: str = "registry",
+        redis_label: str = "",
+    ) -> None:
+        self.client = client
+        self._workers = workers
+        self.load_payload = load_payload
+        self.load_error = tolerant_error(load_error)
+        self.clock = clock
+        self.source = source
+        self.redis_label = redis_label  # which Redis, for people: never a password
+        # Every read of many workers stops at a budget of shards: a page costs a bounded number of commands.
+        self._reader = MetricsReader(client, shard_budget=CONSOLE_SHARD_BUDGET)
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime, *, redis_timeout: float, redis_url: str | None = None) -> Console:
+        """The console of a configured lowkiq; the registry only if it has no workers.
+
+        Its own connections, whose replies may take at most ``redis_timeout`` seconds:
+        a page answers 503 within that when Redis hangs, whatever the app's pool_timeout.
+        ``redis_url``, when given, is watched instead of the runtime's Redis.
+        """
+        configured = [registry.info_of(w) for w in runtime.settings.workers]
+        url = redis_url or runtime.redis_url
+        client = Transport(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
+        workers: Callable[[], Known] = (lambda: (configured, [])) if configured else cached_registry(client)
+        s = runtime.settings
+        return cls(
+            client,
+            workers,
+            load_payload=s.load_payload,
+            load_error=s.load_error,
+            clock=runtime.clock,
+            source="app" if configured else "registry",
+            redis_label=connection.describe(redis_url or s.redis_url, connection.embedded_dir(s.workers)),
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> Console:
+        client = Transport(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
+        return cls(client, cached_registry(client), redis_label=redis_label or connection.describe(url))
+
+    # ---- workers --------------------------------------------------------
+
+    def workers(self) -> list[WorkerView]:
+        return [WorkerView(info, QueueKeys(info.queue_name, info.shards_count)) for info in self._workers()[0]]
+
+    def broken(self) -> list[BrokenEntry]:
+        """Registry entries that cannot be used, each with its problem."""
+        return self._workers()[1]
+
+    def worker(self, name: str) -> WorkerView:
+        for view in self.workers():
+            if view.name == name:
+                return view
+        for entry in self.broken():
+            if entry.name == name:
+                raise BrokenWorker(entry)
+        raise UnknownWorker(name)
+
+    def queries(self, view: WorkerView) -> Queries:
+        return Queries(self.client, view.keys, load_payload=self.load_payload, load_error=self.load_error)
+
+    def actions(self, view: WorkerView) -> Actions:
+        return Actions(self.client, view.keys, clock=self.clock)
+
+    def count_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
+                       max: Any = None) -> Pending:
+        """The dry run of a "matching" action (``MATCHING_VERBS[area][verb]``): the jobs of ``area``
+        ("morgue" or "enqueued") within ``min``..``max`` of ``order_by`` (all without bounds) are counted,
+        and their ids kept under a token that confirms acting on exactly those (``act_on_counted``)."""
+        _matching_method(area, verb)
+        q = self.queries(view)
+        ids_of = q.morgue_ids if area == "morgue" else q.enqueued_ids
+        chunks = ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK)
+        return Confirmations(self.client).create(_scope(view, area, verb, order_by, min, max), chunks)
+
+    def act_on_counted(self, view: WorkerView, area: str, verb: str, order_by: str, token: str, *, min: Any = None,
+                       max: Any = None) -> Counted:
+        """Act on the jobs the dry run of ``token`` counted, and of those on the ones that still match the
+        filter: a job that came to match after the count is never touched. In chunks of MATCHING_CHUNK
+        ids, each its own short script. Raises ConfirmationRefused (touching nothing) for a token that
+        was used, has expired, was never issued or counted another action."""
+        act = getattr(self.actions(view), _matching_method(area, verb))
+        counted, chunks = Confirmations(self.client).take(token, _scope(view, area, verb, order_by, min, max))
+        within = Filter(order_by, min, max)
+        touched = sum(act(ids, within=within) for ids in chunks)
+        return Counted(counted, touched)
+
+    def act_on_all(self, view: WorkerView, method: str, *, who: str, source: str, action: str) -> int:
+        """A whole-area action of ``Actions`` (``morgue_requeue_all``, ``kill_failed``, ...), in chunks, with
+        an audit entry when it starts and one when it ends: also when it is cut off (an error, the
+        process stopping), with how many jobs it had touched by then. Each chunk is atomic: what an
+        interrupted action did not reach is untouched, and running it again goes on from there."""
+        run = getattr(self.actions(view), method)
+
+        def record(count: int, scope: str) -> None:
+            audit.record(self.client, who=who, source=source, action=action, worker=view.name, count=count,
+                         scope=scope)
+
+        record(0, "all: started")
+        done = 0
+
+        def progress(touched: int) -> None:
+            nonlocal done
+            done = touched
+
+        try:
+            count: int = run(progress=progress)
+        except BaseException as exc:
+            # When Redis itself is what failed, the start entry stays and the error goes up.
+            with contextlib.suppress(Exception):
+                record(done, f"all: cut off after {done:,} jobs ({type(exc).__name__})")
+            raise
+        record(count, "all")
+        return count
+
+    def find(self, job_id: str) -> list[Found]:
+        """Where an id is, in every worker: queued, busy (in processing) and dead, each a record."""
+        found = []
+        for view in self.workers():
+            q = self.queries(view)
+            for where, job in (("queued", q.job(job_id)), ("busy", q.busy_job(job_id)),
+                               ("dead", q.morgue_job(job_id))):
+                if job is not None:
+                    found.append(Found(view, where, job))
+        return found
+
+    # ---- numbers --------------------------------------------------------
+
+    def metrics(self, views: list[WorkerView] | None = None, *, full: bool = True) -> list[tuple[WorkerView, QueueMetrics]]:
+        """Every shard of the given workers (all by default) in one round trip.
+
+        ``full=False`` reads only what api/v1/stats shows (length, dead, lag).
+        """
+        views = self.workers() if views is None else views
+        measured, _ = self._reader.read([v.keys for v in views], self.clock(), kind=FULL if full else STATS)
+        return list(zip(views, measured))
+
+    def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any], list[Member]]:
+        """Every shard's numbers, Redis INFO and the live servers, in one round trip."""
+        views = self.workers()
+        measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock())
+        return list(zip(views, measured)), _redis_summary(info or {}), members
+
+    def metrics_and_members(self, now: float) -> tuple[list[tuple[WorkerView, QueueMetrics]], list[Member]]:
+        """Every shard's numbers (lag as of ``now``) and the live servers, in one round trip.
+
+        The dashboard's read without Redis INFO, which visits every node: a scraper polls this.
+        """
+        views = self.workers()
+        measured, _, members = self._reader.read_with_members([v.keys for v in views], now, with_info=False)
+        return list(zip(views, measured)), members
+
+
+def _matching_method(area: str, verb: str) -> str:
+    try:
+        return MATCHING_VERBS[area][verb]
+    except KeyError:
+        raise ValueError(f"no {verb!r} action on {area!r} jobs; "
+                         f"expected one of {', '.join(MATCHING_VERBS.get(area, {}))}") from None
+
+
+def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max: Any) -> dict[str, str]:
+    """What a confirmation token confirms, field by field (the confirmed request must say the same)."""
+    return {"worker": view.name, "area": area, "action": verb, "order_by": order_by,
+            "min": "" if min is None else str(min), "max": "" if max is None else str(max)}
+
+
+def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "version": info.get("redis_version"),
+        "uptime_in_seconds": info.get("uptime_in_seconds"),
+        "connected_clients": info.get("connected_clients"),
+        "used_memory": info.get("used_memory"),
+        "used_memory_human": info.get("used_memory_human"),
+        "used_memory_peak": info.get("used_memory_peak"),
+        "used_memory_peak_human": info.get("used_memory_peak_human"),
+        "maxmemory_policy": info.get("maxmemory_policy"),
+        "evicting": info.get("evicting", {}),
+    }
+
+
+def cached_registry(client: Transport | redis.Redis, ttl: float = REGISTRY_TTL) -> Callable[[], Known]:
+    """registry.read(client), read again at most every ``ttl`` seconds."""
+    lock = threading.Lock()
+    cache: dict[str, Any] = {"at": float("-inf"), "known": ([], [])}
+
+    def workers() -> Known:
+        now = time.monotonic()
+        if now - cache["at"] >= ttl:
+            with lock:
+                if now - cache["at"] >= ttl:
+                    cache["known"] = registry.read(client)
+                    cache["at"] = time.monotonic()
+        return cache["known"]  # type: ignore[no-any-return]
+
+    return workers
+
+
+def tolerant_error(load_error: Callable[[bytes], str]) -> Callable[[bytes], str]:
+    """``load_error`` that shows an error text it cannot read, instead of failing the whole page."""
+
+    def load(raw: bytes) -> str:
+        try:
+            return load_error(raw)
+        except Exception as exc:  # a custom loader, or bytes another writer stored
+            return f"<undecodable error ({type(exc).__name__}: {exc}): {raw[:200]!r}>"
+
+    return load
+
+
+def load_app(path: str) -> Runtime:
+    """Run the app file that calls ``lowkiq.configure`` (as ``lowkiq -r`` does) and return its runtime."""
+    try:
+        return app_file.load(path, as_main_app=False)
+    except app_file.AppFileError as exc:
+        raise RuntimeError(f"LOWKIQ_APP={path!r}: {exc}") from exc
+
+
+def standalone_console(environ: dict[str, str], *, redis_timeout: float, redis_url: str | None = None) -> Console:
+    """The console of ``create_app()``: LOWKIQ_APP, else the registry at the configured Redis.
+
+    ``redis_url`` is a URL given on a command line: it wins over the app's ``configure()``
+    and the environment, as ``lowkiq -r app.py --redis-url URL`` does.
+    """
+    app_file = environ.get("LOWKIQ_APP")
+    if app_file:
+        return Console.from_runtime(load_app(app_file), redis_timeout=redis_timeout, redis_url=redis_url)
+    url = redis_url or redis_url_from(None, environ)
+    if url:
+        return Console.from_url(url, redis_timeout=redis_timeout)
+    return Console.from_url(connection.embedded_url(), redis_timeout=redis_timeout, redis_label=connection.describe(None))

@@ -1,0 +1,176 @@
+"""Query parameters of the enqueued and morgue listings, shared by the pages and the API.
+
+Paging is by cursor (the score and id of a page's first or last row), so the
+thousandth page costs what the first one does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from ..errors import BadInput
+from ..options import boolean, integer
+from ..store.queries import MAX_LIMIT, Cursor, Page
+
+TIME_ORDERS = frozenset({"perform_in", "updated_at"})
+
+
+@dataclass(frozen=True)
+class Listing:
+    order_by: str
+    desc: bool
+    min: str
+    max: str
+    limit: int
+    after: Cursor | None = None
+    before: Cursor | None = None
+
+    def args(self, **changes: Any) -> dict[str, str]:
+        """URL query arguments of this listing (with changes), leaving out empty ones."""
+        listing = replace(self, **changes)
+        out = {"order_by": listing.order_by, "desc": "1" if listing.desc else "0", "limit": str(listing.limit)}
+        for name in ("min", "max"):
+            if getattr(listing, name):
+                out[name] = getattr(listing, name)
+        if listing.after is not None:
+            out["after"] = listing.after.encode()
+        if listing.before is not None:
+            out["before"] = listing.before.encode()
+        return out
+
+    def first_page(self) -> Listing:
+        return replace(self, after=None, before=None)
+
+
+def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: str, default_limit: int) -> Listing:
+    """Raises BadInput saying which parameter is wrong."""
+    order_by = args.get("order_by") or default_order
+    if order_by not in orders:
+        raise BadInput(f"order_by must be one of {', '.join(orders)}, got {order_by!r}")
+    desc_text = args.get("desc") or "0"
+    try:
+        desc = boolean(desc_text)
+    except ValueError:
+        raise BadInput(f"desc must be 0 or 1, got {desc_text!r}") from None
+    limit_text = args.get("limit") or str(default_limit)
+    try:
+        limit = integer(limit_text)
+    except ValueError:
+        raise BadInput(f"limit must be an integer, got {limit_text[:100]!r}") from None
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadInput(f"limit must be in 1..{MAX_LIMIT}, got {limit}")
+    after, before = _cursor(args, "after"), _cursor(args, "before")
+    if after and before:
+        raise BadInput("give either after or before, not both")
+    return Listing(
+        order_by=order_by,
+        desc=desc,
+        min=bound(args.get("min", ""), order_by, "min"),
+        max=bound(args.get("max", ""), order_by, "max"),
+        limit=limit,
+        after=after,
+        before=before,
+    )
+
+
+# Lowkiq's API and web client, like Redis, write "no bound" as an infinity: -inf below, +inf (or inf) above.
+UNBOUNDED = {"min": frozenset({"-inf"}), "max": frozenset({"+inf", "inf"})}
+
+
+def bound(text: str, order_by: str, name: str) -> str:
+    """A min/max filter: an id as typed, a number, or for times also a local date and time; ``""``
+    (no bound) for an empty value and for Lowkiq's infinities (``min=-inf``, ``max=+inf`` or ``inf``,
+    in any case and for every order, ids included)."""
+    text = text.strip()
+    if text.lower() in UNBOUNDED[name]:
+        return ""
+    if not text or order_by == "id":
+        return text  # an id compares byte by byte: "inf" as a min is an id like any other
+    try:
+        number = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isnan(number):
+            raise BadInput(f"{name} must be a number, got {text!r}")
+        if math.isinf(number):
+            if (number < 0) == (name == "min"):
+                return ""  # -infinity, 1e999...: a spelling of no bound float() reads
+            # An infinity on the wrong side would match nothing (Redis's reading): say so rather than
+            # show an empty listing that looks like an empty queue.
+            other = "+inf" if name == "max" else "-inf"
+            raise BadInput(f"{name} {text!r} matches nothing; for no {'upper' if name == 'max' else 'lower'} "
+                           f"bound give {name}={other} or leave it empty")
+        return text
+    if order_by in TIME_ORDERS:
+        try:
+            return repr(datetime.fromisoformat(text).timestamp())
+        except ValueError:
+            raise BadInput(f"{name} must be a unix time or a date like 2024-05-01 12:00, got {text!r}") from None
+    raise BadInput(f"{name} must be a number when ordering by {order_by}, got {text!r}")
+
+
+def _cursor(args: Mapping[str, str], name: str) -> Cursor | None:
+    token = args.get(name)
+    if not token:
+        return None
+    try:
+        cursor = Cursor.decode(token)
+    except ValueError as exc:
+        raise BadInput(f"{name}: {exc}") from None
+    if not math.isfinite(cursor.score):
+        raise BadInput(f"{name}: the cursor's score must be a finite number, got {token[:100]!r}")
+    return cursor
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A page ready to show: its rows and the listings of the pages around it."""
+
+    rows: list[Any]
+    listing: Listing
+    next: Listing | None
+    previous: Listing | None
+    # Every row within the listing's filter, when the query counted them.
+    matching: int | None = None
+
+
+def fetch(query: Callable[..., Page[Any]], listing: Listing) -> Shown:
+    page = _query(query, listing)
+    if listing.before is not None and not page.has_more and len(page.rows) < listing.limit:
+        # Paging back reached the start with a short page: show a full first page instead.
+        listing = listing.first_page()
+        page = _query(query, listing)
+    backwards = listing.before is not None
+    has_next = True if backwards else page.has_more
+    has_previous = page.has_more if backwards else listing.after is not None
+    return Shown(
+        rows=page.rows,
+        listing=listing,
+        next=replace(listing, after=page.last, before=None) if has_next and page.last else None,
+        previous=replace(listing, before=page.first, after=None) if has_previous and page.first else None,
+        matching=page.matching,
+    )
+
+
+def _query(query: Callable[..., Page[Any]], listing: Listing) -> Page[Any]:
+    try:
+        return _run(query, listing)
+    except ValueError as exc:  # the queue's own checks of what the caller sent
+        raise BadInput(str(exc)) from None
+
+
+def _run(query: Callable[..., Page[Any]], listing: Listing) -> Page[Any]:
+    return query(
+        listing.order_by,
+        desc=listing.desc,
+        min=listing.min or None,
+        max=listing.max or None,
+        limit=listing.limit,
+        after=listing.after,
+        before=listing.before,
+    )

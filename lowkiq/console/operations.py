@@ -1,0 +1,48 @@
+"""Operators' actions on one worker's queue, as the pages and the API offer them.
+
+Each maps a URL path to an ``Actions`` method and says what it did, with a count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..store.actions import Actions
+
+# An operator selects at most a few pages of rows; bound the body anyway.
+MAX_IDS = 10_000
+
+
+@dataclass(frozen=True)
+class Operation:
+    path: str  # under /workers/<worker>/
+    method: str  # of lowkiq.store.actions.Actions
+    takes_ids: bool
+    done: str  # what happened, {count} replaced
+
+    @property
+    def endpoint(self) -> str:
+        return self.path.replace("/", "_")
+
+    def run(self, actions: Actions, ids: Sequence[str]) -> int:
+        method = getattr(actions, self.method)
+        count: int = method(ids) if self.takes_ids else method()
+        return count
+
+    def message(self, count: int) -> str:
+        jobs = f"{count:,} job" + ("" if count == 1 else "s")
+        return self.done.format(jobs=jobs)
+
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("morgue/requeue", "morgue_requeue", True, "Requeued {jobs} from the morgue."),
+    Operation("morgue/delete", "morgue_delete", True, "Deleted {jobs} from the morgue."),
+    Operation("morgue/requeue_all", "morgue_requeue_all", False, "Requeued all dead jobs: {jobs}."),
+    Operation("morgue/delete_all", "morgue_delete_all", False, "Deleted all dead jobs: {jobs}."),
+    Operation("enqueued/delete", "delete", True, "Deleted {jobs} from the queue."),
+    Operation("perform_all_now", "perform_all_now", False, "{jobs} will run now."),
+    Operation("kill_failed", "kill_failed", False, "Moved {jobs} that had failed to the morgue."),
+    Operation("delete_failed", "delete_failed", False, "Deleted {jobs} that had failed."),
+)
+BY_ENDPOINT = {op.endpoint: op for op in OPERATIONS}

@@ -1,0 +1,437 @@
+"""The keeper: one thread per server process that keeps its membership and its shard leases.
+
+Every ``heartbeat_interval`` it beats the membership heartbeat (one script),
+and once the member list has been stable for ``settle`` seconds it computes
+the assignment and acts on it: it acquires the shards this process should
+hold and hands each to a thread, and asks threads to hand back the shards it
+should no longer hold (a thread does so between batches, after acknowledging
+its last one, so a handover re-runs nothing). It also renews every lease that
+no take renewed lately, so idle shards and long performs keep their owner.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from .. import __version__, log_format
+from ..events import SILENT, Bus
+from ..store import history, leases, lua, membership
+from ..store.leases import Held, Lease
+from ..store.metrics import MetricsReader
+from ..worker import Shard
+from .assignment import MemberView, ShardId, assign, split_among_threads
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..worker import Worker
+    from .processor import Processor
+
+log = logging.getLogger("lowkiq.server")
+
+CRASH_ERROR = ("lowkiq: the server process died while performing this job {limit} times in a row "
+               "(its lease expired with the job in processing); moved to the morgue so that it stops "
+               "taking servers down")
+# Seconds between reads of how many replicas each primary has.
+REPLICAS_EVERY = 10.0
+# Seconds between claims of the queues' history sample: each minute is claimed once, by whoever asks first.
+HISTORY_EVERY = 20.0
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
+
+
+class Keeper:
+    def __init__(self, runtime: Runtime, processors: Sequence[Processor], *, member_id: str | None = None) -> None:
+        self.runtime = runtime
+        self.settings = s = runtime.settings
+        self.processors = list(processors)
+        self.stop = threading.Event()  # its own: it keeps renewing while the threads finish their batches
+        self.member_id = member_id or membership.new_member_id()
+        self.client = runtime.new_client(2)
+        self.wire = lua.Wire(self.client)
+        self.workers: dict[str, type[Worker]] = {w.queue_name: w for w in s.workers}
+        self.queues = tuple((w.queue_name, w.shards_count) for w in s.workers)
+        self.hint = (s.number_of_nodes, s.node_number) if s.number_of_nodes > 1 or s.build_splitter == "by_node" else None
+        self.started_ms = int(time.time() * 1000)
+        self.lock = threading.Lock()
+        self.leases: dict[ShardId, Lease] = {}  # held by this process, whichever thread serves them
+        self.thread_of: dict[ShardId, int] = {}
+        # The thread each held lease was last given to: it serves it, or will once it reads its inbox.
+        self.given: dict[ShardId, int] = {}
+        self.desired: set[ShardId] = set()
+        # Queues no server may take from (read with every beat): their shards are handed back and left alone.
+        self.paused: frozenset[str] = frozenset()
+        self.view: tuple[Any, ...] | None = None
+        self.view_since = time.monotonic()
+        self.members: list[membership.Member] = []
+        self.draining = False
+        self.wake = threading.Event()
+        self.ticked_at = time.monotonic()
+        # Replicas per primary: grants on a primary that has any wait until one holds them (WAIT).
+        self.replicas: dict[str, int] = {}
+        self.replicas_read_at = -REPLICAS_EVERY
+        self.history_at = -HISTORY_EVERY
+        self.metrics = MetricsReader(self.client)
+        self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
+        self._crash_error = runtime.settings.dump_error(CRASH_ERROR.format(limit=s.crash_limit))
+
+    # -- the loop ---------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def run(self) -> None:
+        errors_in_a_row = 0
+        while not self.stop.is_set():
+            started = time.monotonic()
+            lag = started - self.ticked_at
+            if lag > self.settings.lease_ttl / 3:
+                log.warning("keeper: %.1f s since its last beat (lease_ttl %.1f s): something starves this "
+                            "process's threads; its leases may expire", lag, self.settings.lease_ttl)
+            self.ticked_at = started
+            try:
+                self.tick()
+                if errors_in_a_row:
+                    self.runtime.events.redis_answered()
+                    for processor in self.processors:  # Redis answers again: threads backing off retry now
+                        processor.wake.set()
+                errors_in_a_row = 0
+            except REDIS_ERRORS as exc:
+                errors_in_a_row += 1
+                self.runtime.events.outage(exc)
+                self.wire.close(disconnect=True)
+                if errors_in_a_row == 1 or errors_in_a_row % 10 == 0:
+                    log.warning("keeper: Redis error (%s: %s); retrying", type(exc).__name__, exc)
+            except Exception:
+                log.exception("keeper: unexpected error; retrying")
+            interval = self.settings.heartbeat_interval
+            self.wake.wait(max(0.0, interval * random.uniform(0.9, 1.0) - (time.monotonic() - started)))
+            self.wake.clear()
+
+    def tick(self) -> None:
+        self.beat()
+        if time.monotonic() - self.replicas_read_at >= REPLICAS_EVERY:
+            self.replicas = self.client.replica_counts()
+            self.replicas_read_at = time.monotonic()
+        if time.monotonic() - self.history_at >= HISTORY_EVERY:
+            self.history_at = time.monotonic()
+            self.sample_history()
+        if self.draining:
+            self.renew_due()
+            return
+        if time.monotonic() - self.view_since >= self.settings.settle:
+            self.rebalance()
+        elif self.paused & self.desired_queues():
+            # A pause does not wait for the membership to settle: stop serving now.
+            self.ask_back({shard for shard in self.desired if shard[0] not in self.paused})
+        self.renew_due()
+
+    def sample_history(self) -> None:
+        """This minute's totals of the queues served here, unless some process sampled them already."""
+        minute, claimed = history.claim(self.client, list(self.workers))
+        if claimed:
+            measured, _ = self.metrics.read([self.workers[q].keys() for q in claimed], self.runtime.clock())
+            history.write(self.client, measured, minute)
+
+    def desired_queues(self) -> set[str]:
+        return {queue for queue, _ in self.desired}
+
+    def beat(self) -> None:
+        ttl_ms = leases.ttl_ms(self.settings.lease_ttl)
+        reply = self.wire.call(*membership.beat_call(self.member_id, ttl_ms, self.record(ttl_ms)))
+        _, members = membership.members_of(reply)
+        self.members = members
+        paused = membership.paused_of(reply) & self.workers.keys()
+        if paused != self.paused:
+            for queue in sorted(paused - self.paused):
+                log.info("keeper: queue %s is paused: its shards are handed back after their current batch", queue,
+                         extra=log_format.fields(queue=queue, paused=True))
+                self.runtime.events.emit("queue_paused", queue=queue)
+            for queue in sorted(self.paused - paused):
+                log.info("keeper: queue %s is resumed", queue, extra=log_format.fields(queue=queue, paused=False))
+                self.runtime.events.emit("queue_resumed", queue=queue)
+            self.paused = frozenset(paused)
+        view = tuple(sorted((m.id, m.state, m.threads, m.queues, m.hint, m.stable_name) for m in members))
+        if view != self.view:
+            self.view, self.view_since = view, time.monotonic()
+            self.warn_about_twins(members)
+
+    def warn_about_twins(self, members: Sequence[membership.Member]) -> None:
+        """Two processes given the same node number or name are safe (leases arbitrate), but surely a mistake."""
+        me = next((m for m in members if m.id == self.member_id), None)
+        if me is None:
+            return
+        for other in members:
+            if other.id == me.id:
+                continue
+            if me.hint is not None and other.hint == me.hint:
+                log.warning("keeper: %s:%d was also started with --nodes %d --node-number %d; leases keep the two "
+                            "from working the same shard, but one of them is probably misconfigured",
+                            other.host, other.pid, *me.hint)
+            if me.stable_name and other.stable_name == me.stable_name:
+                log.warning("keeper: %s:%d has the same member name %r as this process", other.host, other.pid,
+                            me.stable_name)
+            mine, theirs = dict(me.queues), dict(other.queues)
+            for queue in sorted(mine.keys() & theirs.keys()):
+                if mine[queue] != theirs[queue]:
+                    log.error("keeper: queue %r has %d shards here but %d in %s:%d; one id lands in different shards "
+                              "and may run twice at once: give every process the same shards_count", queue,
+                              mine[queue], theirs[queue], other.host, other.pid)
+
+    def record(self, ttl_ms: int) -> str:
+        s = self.settings
+        with self.lock:
+            held: dict[str, list[int]] = defaultdict(list)
+            for queue, index in self.leases:
+                held[queue].append(index)
+        return membership.info(
+            threads=s.threads_per_node, version=__version__,
+            state=membership.DRAINING if self.draining else membership.RUNNING,
+            started_ms=self.started_ms, queues=self.queues, hint=self.hint, stable_name=s.member_name,
+            shards=held, ttl_ms=ttl_ms,
+        )
+
+    # -- acting on the assignment ----------------------------------------
+
+    def rebalance(self) -> None:
+        owner = assign(_view(m) for m in self.members)
+        desired = {shard for shard, member in owner.items()
+                   if member == self.member_id and shard[0] in self.workers and shard[0] not in self.paused}
+        self.ask_back(desired)
+        with self.lock:
+            held = dict(self.leases)
+        missing = [shard for shard in sorted(desired) if shard not in held]
+        if missing:
+            self.acquire(missing)
+
+    def ask_back(self, desired: set[ShardId]) -> None:
+        """Make ``desired`` the shards to serve; ask threads to hand back the held ones it leaves out."""
+        if desired != self.desired:
+            log.info("keeper: this process should hold %d shards (%d live processes%s)", len(desired),
+                     len(self.members), f"; paused: {', '.join(sorted(self.paused))}" if self.paused else "")
+            self.desired = desired
+            self.thread_of = self.split(desired)
+        with self.lock:
+            held = dict(self.leases)
+        for shard, lease in held.items():
+            # Asked of the thread it was given to, the only one that may serve it: a thread only reads
+            # its inbox between batches, so a shard given to a busy thread is not served by it yet.
+            if shard not in desired and lease.lost is None:
+                self.processors[self.thread_of_lease(lease)].hand_back(lease, release=True)
+            elif shard in desired and self.thread_of.get(shard) != self.given.get(shard):
+                self.processors[self.thread_of_lease(lease)].hand_back(lease, release=False)
+
+    def split(self, shards: set[ShardId]) -> dict[ShardId, int]:
+        threads = len(self.processors)
+        choice = self.settings.build_splitter
+        if callable(choice):
+            return self.custom_split(choice, shards, threads)
+        return split_among_threads(shards, self.thread_of, threads)
+
+    def custom_split(self, choice: Callable[..., Any], shards: set[ShardId], threads: int) -> dict[ShardId, int]:
+        objects = [Shard(self.workers[q], i) for q, i in sorted(shards, key=self.canonical)]
+        try:
+            parts = choice(self.settings)(objects)
+            out = {(s.worker.queue_name, s.index): t for t, part in enumerate(parts) for s in part}
+            if set(out) != shards or any(not 0 <= t < threads for t in out.values()):
+                raise ValueError("it must give every shard of this process to exactly one of its threads")
+            return out
+        except Exception:
+            log.exception("keeper: the custom splitter failed; dealing shards to the least loaded threads")
+            return split_among_threads(shards, self.thread_of, threads)
+
+    def canonical(self, shard: ShardId) -> tuple[int, int]:
+        order = [q for q, _ in self.queues]
+        return (order.index(shard[0]), shard[1])
+
+    def thread_of_lease(self, lease: Lease) -> int:
+        shard = self.shard_id(lease)
+        return self.given.get(shard, self.thread_of.get(shard, 0))
+
+    def give(self, shard: ShardId, lease: Lease) -> None:
+        thread = self.thread_of.get(shard, 0)
+        self.given[shard] = thread
+        self.processors[thread].give(lease)
+
+    @staticmethod
+    def shard_id(lease: Lease) -> ShardId:
+        return (lease.shard.worker.queue_name, lease.shard.index)
+
+    def acquire(self, shards: Sequence[ShardId]) -> None:
+        s = self.settings
+        now = self.runtime.clock()
+        grants = [(shard, leases.new_grant()) for shard in shards]
+        calls = []
+        for (queue, index), grant in grants:
+            keys = self.workers[queue].keys().shard(index)
+            calls.append(leases.acquire_call(keys, self.member_id, grant, s.lease_ttl, s.crash_limit, now, self._crash_error))
+        sent_at = time.monotonic()
+        confirmed: dict[str, Any] | None = None
+        if any(self.replicas.values()):
+            replies, confirmed = self.wire.call_many_confirmed(calls, int(s.replica_wait * 1000))
+        else:
+            replies = self.wire.call_many(calls)
+        unconfirmed = []
+        for (shard, grant), call, reply in zip(grants, calls, replies):
+            outcome = leases.acquired(Shard(self.workers[shard[0]], shard[1]), call[1], grant, s.lease_ttl, sent_at, reply)
+            if isinstance(outcome, Held):
+                log.debug("keeper: shard %s:%d is still held by %s for %d ms", *shard, outcome.owner, outcome.ms_left)
+                continue
+            node = lua.node_name(self.client, call[1])
+            if confirmed is not None and self.replicas.get(node, 0) and not _acknowledged(confirmed.get(node)):
+                # A failover now could bring back the previous grant: serving the shard could overlap its owner.
+                unconfirmed.append(outcome)
+                continue
+            if outcome.restored or outcome.morgued:
+                log.warning("keeper: took over shard %s:%d from a process that stopped renewing it: %d jobs of its "
+                            "in-flight batch went back to the queue%s", *shard, outcome.restored,
+                            f", {len(outcome.morgued)} crashed it {s.crash_limit} times and went to the morgue "
+                            f"({', '.join(outcome.morgued[:10])})" if outcome.morgued else "",
+                            extra=log_format.fields(queue=shard[0], shard=shard[1], restored=outcome.restored,
+                                                    ids=list(outcome.morgued), epoch=outcome.epoch))
+            else:
+                log.debug("keeper: acquired shard %s:%d (epoch %d)", *shard, outcome.epoch,
+                          extra=log_format.fields(queue=shard[0], shard=shard[1], epoch=outcome.epoch))
+            with self.lock:
+                self.leases[shard] = outcome
+            self.give(shard, outcome)
+            worker = outcome.shard.worker.__name__
+            self.runtime.events.emit("lease_acquired", worker=worker, shard=outcome.shard.index,
+                                     epoch=outcome.epoch, restored=outcome.restored, morgued=list(outcome.morgued))
+            if outcome.morgued:  # jobs that crashed their servers crash_limit times: they entered the morgue here
+                self.runtime.events.emit("morgued", worker=worker, shard=outcome.shard.index, ids=list(outcome.morgued))
+        if unconfirmed:
+            log.warning("keeper: no replica confirmed the grants of %d shards within %.1f s (%s); released, to be "
+                        "acquired again", len(unconfirmed), s.replica_wait,
+                        ", ".join(str(lease.shard) for lease in unconfirmed[:10]))
+            release_leases(self.wire, unconfirmed, {})
+
+    def wants(self, lease: Lease) -> bool:
+        """Whether this process still means to serve the shard: a thread moving it releases it otherwise."""
+        return self.shard_id(lease) in self.desired and not self.draining
+
+    def returned(self, lease: Lease, released: bool) -> None:
+        """A thread handed a shard back: released in Redis, or to be given to another thread.
+
+        Called on that thread: the keeper's connection is its own thread's alone, so a shard to release
+        was released by the thread (see ``wants``); one that is not wanted any more by now is given all the
+        same, and handed back at the next beat.
+        """
+        shard = self.shard_id(lease)
+        if released or lease.lost is not None:
+            with self.lock:
+                if self.leases.get(shard) is lease:
+                    del self.leases[shard]
+            return
+        self.give(shard, lease)
+
+    def lost(self, lease: Lease, reason: str) -> None:
+        """Redis refused this process's lease: another process holds the shard now."""
+        if lease.lost is None:
+            lease.lost = reason
+        shard = self.shard_id(lease)
+        with self.lock:
+            if self.leases.get(shard) is lease:
+                del self.leases[shard]
+
+    # -- renewals and releases -------------------------------------------
+
+    def renew_due(self) -> None:
+        due_before = time.monotonic() - self.settings.heartbeat_interval
+        with self.lock:
+            due = [lease for lease in self.leases.values() if lease.lost is None and lease.renewed_at <= due_before]
+        if not due:
+            return
+        sent_at = time.monotonic()
+        replies = self.wire.call_many([leases.renew_call(lease) for lease in due], settle=True)
+        for lease, reply in zip(due, replies):
+            if not isinstance(reply, Exception):
+                lease.renewed(sent_at)
+                continue
+            refused = leases.refusal(reply)
+            if refused is None:
+                raise reply
+            if lease.lost is None:  # else released meanwhile by its thread: nothing was lost
+                log.warning("keeper: lost the lease of shard %s (%s); another process may hold it now",
+                            lease.shard, refused.reason, extra=log_format.fields(
+                                worker=lease.shard.worker.__name__, shard=lease.shard.index, reason=refused.reason))
+                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                         reason=refused.reason)
+                self.lost(lease, refused.reason)
+                self.processors[self.thread_of_lease(lease)].drop_lost(lease)
+
+    def release(self, held: Sequence[Lease], acked: dict[int, Sequence[str]] | None = None) -> None:
+        """Release leases (with the last batch of each acknowledged); refusals only mean it was lost already."""
+        release_leases(self.wire, held, acked or {}, self.runtime.events)
+        for lease in held:
+            self.returned(lease, released=True)
+
+    # -- stopping ---------------------------------------------------------
+
+    def drain(self) -> None:
+        """Tell the other processes this one is leaving, so they plan to take its shards over."""
+        self.draining = True
+        self.wake.set()
+
+    def leave(self, keep: Sequence[Lease] = ()) -> None:
+        """Release what is left (but ``keep``: leases of performs still running) and leave the membership."""
+        self.stop.set()
+        self.wake.set()
+        self.thread.join(10)
+        with self.lock:
+            rest = [lease for lease in self.leases.values() if lease.lost is None and lease not in keep]
+        try:
+            if rest:
+                self.release(rest)
+            self.wire.call(*membership.leave_call(self.member_id))
+        except REDIS_ERRORS as exc:
+            log.warning("keeper: could not leave cleanly (%s); the leases expire in %.0f s",
+                        exc, self.settings.lease_ttl)
+        finally:
+            self.wire.close(disconnect=True)
+            self.client.close()
+
+
+def _acknowledged(reply: Any) -> bool:
+    """A WAIT reply that says at least one replica holds the writes before it."""
+    return isinstance(reply, int) and reply >= 1
+
+
+def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Sequence[str]],
+                   events: Bus = SILENT) -> int:
+    """Release every lease in one round trip; returns how many jobs went back to the queue.
+
+    ``acked`` maps ``id(lease)`` to the ids of its last batch, acknowledged in the same step.
+    A refusal only means the lease was lost already: its last batch runs again elsewhere.
+    """
+    known_lost = {id(lease) for lease in held if lease.lost}
+    for lease in held:
+        lease.lost = lease.lost or "released"
+    replies = wire.call_many([leases.release_call(lease, acked.get(id(lease), ())) for lease in held], settle=True)
+    restored = 0
+    for lease, reply in zip(held, replies):
+        if isinstance(reply, Exception):
+            refused = leases.refusal(reply)
+            if refused is None:
+                raise reply
+            log.warning("shard %s: the lease was already lost (%s) when releasing it; its last batch runs "
+                        "again on the new owner", lease.shard, refused.reason)
+            if id(lease) not in known_lost:  # found out only now: it still counts as a lease lost
+                events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                            reason=refused.reason)
+        else:
+            restored += int(reply)
+            events.emit("lease_released", worker=lease.shard.worker.__name__, shard=lease.shard.index)
+    return restored
+
+
+def _view(member: membership.Member) -> MemberView:
+    """What the assignment needs of a member, from its heartbeat record."""
+    return MemberView(member.id, member.threads, member.queues, member.state == membership.DRAINING, member.hint,
+                      member.stable_name)

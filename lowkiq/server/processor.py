@@ -1,0 +1,445 @@
+"""One server thread: its own Redis connection, the shards the keeper gave it, its scheduler, its loop.
+
+The loop is ack+take (one round trip), perform, repeat. Each script checks
+this process's lease on the shard and renews it. The keeper gives the thread
+shards and asks for them back; the thread acts on that between batches, so a
+shard never changes thread or process in the middle of a batch.
+
+A Redis error does not end the loop: the thread logs, backs off (capped) and
+resumes. When the failed call was a write whose outcome is unknown (the
+reply was lost, the script may have run), the thread first puts its own
+in-flight batches back into the queue (fenced, so only where it still holds
+the lease): nothing is lost, and at most the last batch runs again. A
+refused lease means another process holds the shard now: the thread drops
+it and never retries the write.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from .. import log_format
+from ..store import lua
+from ..store.leases import Lease, LeaseRefused, refusal, ttl_ms, verify
+from ..store.queue import Queue
+from . import schedulers
+from .crash_isolation import CrashIsolation
+from .keeper import release_leases
+from .shard_handler import Ack, ShardHandler, StopProcess
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..worker import Worker
+    from .keeper import Keeper
+
+log = logging.getLogger("lowkiq.server")
+
+# Redis being unreachable, and Redis refusing for a while (OOM, BUSY, MASTERDOWN,
+# MISCONF, LOADING, READONLY: all error replies): back off and resume, never exit.
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
+MAX_BACKOFF = 10.0
+
+GIVE, BACK, LOST = "give", "back", "lost"
+
+
+class Processor:
+    def __init__(
+        self,
+        number: int,
+        runtime: Runtime,
+        stop: threading.Event,
+        on_fatal: Callable[[BaseException, bool], None],
+        isolation: CrashIsolation | None = None,
+    ) -> None:
+        self.number = number
+        self.name = f"lowkiq-{number}"
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.stop = stop
+        self.on_fatal = on_fatal  # (exception, raised by a perform?)
+        self.isolation = isolation or CrashIsolation()  # shared by the threads of a process
+        self.holding = False  # counted by the isolation: a batch taken and not yet acknowledged
+        self.keeper: Keeper | None = None
+        # Two connections: the wire's, held for the hot path, and one for pipelined probes.
+        self.client = runtime.new_client(2)
+        self.wire = lua.Wire(self.client)
+        self._instances: dict[type[Worker], Worker] = {}
+        self._queues: dict[type[Worker], Queue] = {}
+        self.handlers: list[ShardHandler] = []
+        self.scheduler: schedulers.Scheduler | None = None
+        self.inbox: deque[tuple[str, Lease, bool]] = deque()
+        # (queue name, shard) of the shards served, replaced whole: read by the waker's thread
+        self.serving: frozenset[tuple[str, int]] = frozenset()
+        self.nudged: deque[tuple[str, int]] = deque()  # shards a push gave work, from the waker
+        self.wake = threading.Event()
+        self.pending: Ack | None = None
+        self.in_flight: Lease | None = None  # the lease of the batch being performed now
+        self.uncertain = False  # a write failed midway: its outcome is unknown
+        self.recovering = False
+        self.errors_in_a_row = 0
+        self.thread = threading.Thread(target=self.run, name=self.name, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    # -- messages from the keeper (its thread) -----------------------------
+
+    def give(self, lease: Lease) -> None:
+        self.inbox.append((GIVE, lease, False))
+        self.wake.set()
+
+    def hand_back(self, lease: Lease, *, release: bool) -> None:
+        """Stop serving the shard after the current batch; release its lease, or return it to the keeper."""
+        self.inbox.append((BACK, lease, release))
+        self.wake.set()
+
+    def nudge(self, queue_name: str, shard: int) -> None:
+        """A push gave this shard work (the waker's thread): look at it now if this thread serves it."""
+        if (queue_name, shard) in self.serving:
+            self.nudged.append((queue_name, shard))
+            self.wake.set()
+
+    def drop_lost(self, lease: Lease) -> None:
+        self.inbox.append((LOST, lease, False))
+        self.wake.set()
+
+    # -- the loop ----------------------------------------------------------
+
+    def run(self) -> None:
+        log.info("thread %d started", self.number)
+        try:
+            while not self.stop.is_set():
+                try:
+                    self.step()
+                    if self.errors_in_a_row:
+                        self.runtime.events.redis_answered()
+                    self.errors_in_a_row = 0
+                except LeaseRefused as exc:
+                    self._refused(exc)
+                except REDIS_ERRORS as exc:
+                    self._outage(exc)
+            self._hand_everything_back()
+        except StopProcess as exc:
+            self.on_fatal(exc.cause, True)
+        except BaseException as exc:  # a bug outside any perform: the process must stop
+            log.exception("thread %d crashed", self.number)
+            self.on_fatal(exc, False)
+        finally:
+            self._let_go()
+            self.isolation.release(self.name)
+            self.wire.close(disconnect=True)
+            self.client.close()
+            log.info("thread %d stopped", self.number)
+
+    def step(self) -> None:
+        self.wake.clear()
+        # Recover before handing any shard on: a batch whose write went unanswered may sit in the
+        # processing area of a shard the keeper moves to another thread, which would never restore it.
+        if self.recovering:
+            self._recover()
+        if self.inbox:
+            self._read_inbox()
+        if self.holding and self.pending is None:
+            self._let_go()
+        if self.isolation.claimed_by_other(self.name):
+            # Another thread performs a suspect batch alone: acknowledge, hold nothing, wait.
+            self._flush()
+            self._let_go()
+            self.isolation.wait_turn(self.name, self.stop)
+            return
+        if not self.handlers:
+            self.wake.wait(self.settings.poll_interval)
+            return
+        assert self.scheduler is not None
+        if self.nudged:
+            self._read_nudges()
+        index = self.scheduler.next_shard()
+        if index is None:
+            self._flush()
+            self._let_go()
+            self.wake.wait(self.scheduler.idle_for())
+            return
+        handler = self.handlers[index]
+        if not self.holding:
+            if not self.isolation.hold(self.name, self.stop):
+                return
+            self.holding = True
+        self.uncertain = True
+        taken = handler.take(self.pending)
+        self.pending = None
+        self.uncertain = False
+        self.scheduler.taken(index, len(taken.jobs), taken.next_perform_in)
+        if not taken.jobs:
+            self._let_go()
+            return
+        if taken.suspect and not self._alone(handler):
+            self.scheduler.due(index, self.runtime.clock())  # back at the head of its shard
+            return
+        self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
+        try:
+            # Within the try: a renewal that fails must still end the crash isolation's claim, or
+            # every other thread of the process would wait for it.
+            if handler.lease.remaining() < self.settings.min_perform_budget:
+                self._renew(handler.lease)
+            self.in_flight = handler.lease
+            ack = handler.perform(taken)
+        finally:
+            self.in_flight = None
+            if taken.suspect:
+                self.isolation.release(self.name)
+        self.uncertain = False
+        if ack is None:
+            self.scheduler.due(index, self.runtime.clock())
+        self.pending = ack
+
+    def _read_nudges(self) -> None:
+        assert self.scheduler is not None
+        now = self.runtime.clock()
+        while self.nudged:
+            queue_name, shard = self.nudged.popleft()
+            for index, handler in enumerate(self.handlers):
+                if handler.shard.index == shard and handler.lease.keys.queue_name == queue_name:
+                    self.scheduler.due(index, now)
+
+    def _alone(self, handler: ShardHandler) -> bool:
+        """A suspect batch in hand: wait until it is the only batch in processing in this process.
+        When another thread is already performing one alone (or the process stops), the batch goes
+        back to its place in the queue and is taken again later."""
+        if self.isolation.claim(self.name, self.stop):
+            log.info("thread %d: shard %s: performing a batch alone: it was in flight when a server died",
+                     self.number, handler.shard, extra=_shard_fields(handler.lease))
+            return True
+        self.uncertain = True
+        try:
+            self.wire.call("restore", handler.lease.keys, (handler.lease.grant,))
+        except redis.ResponseError as exc:
+            raise (refusal(exc) or exc) from None
+        self.uncertain = False
+        self._let_go()
+        return False
+
+    def _let_go(self) -> None:
+        if self.holding:
+            self.holding = False
+            self.isolation.let_go()
+
+    def serves(self, lease: Lease) -> bool:
+        return any(h.lease is lease for h in self.handlers)
+
+    def probe(self) -> list[float | None]:
+        """Every served shard's earliest perform_in, one pipelined round trip of plain reads."""
+        pipe = self.client.pipeline(transaction=False)
+        for h in self.handlers:
+            pipe.zrange(h.lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
+        return [head[0][1] if head else None for head in pipe.execute()]
+
+    # -- shards coming and going -------------------------------------------
+
+    def _read_inbox(self) -> None:
+        changed = False
+        while self.inbox:
+            kind, lease, release = self.inbox[0]
+            if kind == GIVE:
+                if lease.lost is None and not self.serves(lease):
+                    self.handlers.append(self._handler(lease))
+                    changed = True
+            elif kind == BACK:
+                changed |= self._give_back(lease, release)
+            elif kind == LOST:
+                changed |= self._forget(lease)
+            self.inbox.popleft()  # only once handled: a Redis error leaves the message for the retry
+        if changed:
+            self._reschedule()
+
+    def _handler(self, lease: Lease) -> ShardHandler:
+        lease.check = self._check_lease  # lowkiq.context().lease_lost asks Redis through this thread
+        w = lease.shard.worker
+        if w not in self._instances:
+            # One instance per thread: a worker's own state is never shared between threads.
+            self._instances[w] = w()
+            self._queues[w] = self.runtime.queue(w, self.client)
+        return ShardHandler(lease, self._instances[w], self._queues[w], self.settings, self.wire,
+                            thread=self.name, clock=self.runtime.clock, events=self.runtime.events)
+
+    def _give_back(self, lease: Lease, release: bool) -> bool:
+        handler = next((h for h in self.handlers if h.lease is lease), None)
+        if handler is None:
+            # Asked again while busy (the keeper asks every beat): handed back already, or lost meanwhile.
+            return False
+        acked = self.pending.ids if self.pending is not None and self.pending.handler.lease is lease else []
+        if not release and self.keeper is not None and not self.keeper.wants(lease):
+            release = True  # a move to another thread, but meanwhile the process gave the shard up
+        if release:
+            restored = release_leases(self.wire, [lease], {id(lease): acked}, self.runtime.events)
+            if restored:
+                log.warning("thread %d: shard %s released with %d jobs put back into the queue",
+                            self.number, lease.shard, restored, extra=_shard_fields(lease, restored=restored))
+        elif acked:
+            handler.ack(acked)
+        if acked:
+            self.pending = None
+        self.handlers.remove(handler)
+        if self.keeper is not None:
+            self.keeper.returned(lease, released=release)
+        return True
+
+    def _forget(self, lease: Lease) -> bool:
+        handler = next((h for h in self.handlers if h.lease is lease), None)
+        if self.pending is not None and self.pending.handler.lease is lease:
+            log.warning("thread %d: ids %s of shard %s were performed after its lease was lost; the new owner "
+                        "runs them again", self.number, self.pending.ids[:20], lease.shard,
+                        extra=_shard_fields(lease, ids=list(self.pending.ids)))
+            self.pending = None
+        if handler is None:
+            return False
+        self.handlers.remove(handler)
+        return True
+
+    def _reschedule(self) -> None:
+        context = schedulers.SchedulerContext([h.shard for h in self.handlers], self.settings.poll_interval,
+                                              self.probe, self.runtime.clock)
+        self.scheduler = schedulers.build(self.settings, context) if self.handlers else None
+        self.serving = frozenset((h.lease.keys.queue_name, h.shard.index) for h in self.handlers)
+        if not self.stop.is_set():
+            log.info("thread %d serves shards %s", self.number, " ".join(str(h.shard) for h in self.handlers) or "(none)",
+                     extra=log_format.fields(shards=[str(h.shard) for h in self.handlers]))
+
+    def _hand_everything_back(self) -> None:
+        """Stopping: acknowledge the last batch and release every shard, in one round trip."""
+        self._read_inbox_for_stop()
+        if not self.handlers:
+            return
+        held = [h.lease for h in self.handlers if h.lease.lost is None]
+        acked = {id(self.pending.handler.lease): self.pending.ids} if self.pending is not None else {}
+        try:
+            restored = release_leases(self.wire, held, acked, self.runtime.events)
+            if restored:
+                log.warning("thread %d: %d jobs left in processing went back to the queue", self.number, restored)
+        except REDIS_ERRORS as exc:
+            log.warning("thread %d: could not release its shards (%s); they are taken over when their leases "
+                        "expire, and the last batch runs again", self.number, exc)
+            return
+        self.pending = None
+        if self.keeper is not None:
+            for lease in held:
+                self.keeper.returned(lease, released=True)
+        self.handlers = []
+
+    def _read_inbox_for_stop(self) -> None:
+        # Shards given but never served go back to the keeper, which releases what is left.
+        while self.inbox:
+            kind, lease, _ = self.inbox.popleft()
+            if kind == LOST:
+                self._forget(lease)
+
+    # -- leases and failures -------------------------------------------------
+
+    def _renew(self, lease: Lease) -> None:
+        sent_at = time.monotonic()
+        try:
+            self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+        except redis.ResponseError as exc:
+            raise (refusal(exc) or exc) from None
+        lease.renewed(sent_at)
+
+    def _check_lease(self, lease: Lease) -> str | None:
+        """Asked by a perform past its lease's local deadline (``lowkiq.context().lease_lost``), on this
+        thread: whether Redis still holds the grant. A lost one is dropped as a refused renewal would be."""
+        reason = verify(self.client, lease)
+        if reason is not None and lease.lost is None:
+            log.warning("thread %d: lost the lease of shard %s (%s) during a perform; another process may run "
+                        "this batch again", self.number, lease.shard, reason, extra=_shard_fields(lease, reason=reason))
+            self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                     reason=reason)
+            if self.keeper is not None:
+                self.keeper.lost(lease, reason)
+            lease.lost = lease.lost or reason
+            self.drop_lost(lease)
+        return reason
+
+    def _refused(self, exc: LeaseRefused) -> None:
+        handler = next((h for h in self.handlers if h.lease.keys.lease_hash == exc.lease_key), None)
+        if handler is None:
+            log.warning("thread %d: a lease was refused (%s)", self.number, exc)
+        else:
+            lease = handler.lease
+            log.warning("thread %d: lost the lease of shard %s (%s); another process serves it now, and runs "
+                        "again whatever this thread had in flight there", self.number, lease.shard, exc.reason,
+                        extra=_shard_fields(lease, reason=exc.reason))
+            if lease.lost is None:
+                lease.lost = exc.reason
+                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                         reason=exc.reason)
+            if self.keeper is not None:
+                self.keeper.lost(lease, exc.reason)
+            if self._forget(lease):
+                self._reschedule()
+        if self.uncertain:
+            # A pipelined ack + take: the take on another shard may have happened.
+            self.recovering = True
+            self.pending = None
+            self.uncertain = False
+
+    def _outage(self, exc: BaseException) -> None:
+        self.errors_in_a_row += 1
+        self.runtime.events.outage(exc)
+        if self.uncertain:
+            # The reply of a write was lost: whatever it did, the processing areas hold the truth.
+            self.recovering = True
+            self.pending = None
+            self.uncertain = False
+        delay = min(MAX_BACKOFF, self.settings.poll_interval * 2 ** min(self.errors_in_a_row - 1, 10))
+        log.warning("thread %d: Redis error (%s: %s); retrying in %.1f s", self.number, type(exc).__name__, exc, delay,
+                    extra=log_format.fields(error_class=type(exc).__name__, error=str(exc), retry_in=delay))
+        # The keeper's news ends the wait (a shard given, lost or asked back, Redis answering its beat again,
+        # or the process stopping): Redis answers, so retry now and back off from the start if need be. Else
+        # a thread would sleep out its back-off (up to MAX_BACKOFF) on shards its keeper holds and renews.
+        if self.wake.wait(delay):
+            self.errors_in_a_row = 0
+
+    def _recover(self) -> None:
+        calls: list[tuple[str, Any, tuple[Any, ...]]] = [("restore", h.lease.keys, (h.lease.grant,)) for h in self.handlers]
+        replies = self.wire.call_many(calls, settle=True) if calls else []
+        restored = 0
+        lost = []
+        for handler, reply in zip(list(self.handlers), replies):
+            if isinstance(reply, Exception):
+                refused = refusal(reply)
+                if refused is None:
+                    raise reply
+                lost.append((handler.lease, refused.reason))
+            else:
+                restored += int(reply)
+        for lease, reason in lost:
+            if lease.lost is None:
+                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
+                                         reason=reason)
+            lease.lost = lease.lost or reason
+            if self.keeper is not None:
+                self.keeper.lost(lease, reason)
+            self._forget(lease)
+        self.recovering = False
+        self._reschedule()
+        log.warning("thread %d: Redis is back; %d jobs this thread had in flight went back to the queue",
+                    self.number, restored)
+
+    def _flush(self) -> None:
+        if self.pending is not None:
+            self.uncertain = True
+            self.pending.handler.ack(self.pending.ids)
+            self.pending = None
+            self.uncertain = False
+
+
+def _shard_fields(lease: Lease, **more: Any) -> dict[str, Any]:
+    return log_format.fields(worker=lease.shard.worker.__name__, shard=lease.shard.index, **more)

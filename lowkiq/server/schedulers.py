@@ -1,0 +1,149 @@
+"""Which of its shards a server thread works next.
+
+Each thread has its own scheduler over the shards it owns (indexes into
+``context.shards``). The thread asks ``next_shard()``; ``None`` means
+"nothing to do", and the thread waits ``idle_for()`` seconds (woken early
+by shutdown). After every take the thread reports what it found with
+``taken()``, which is how a scheduler learns for free what Redis knows.
+
+Example, a custom scheduler that always prefers shard 0::
+
+    class Greedy(lowkiq.server.schedulers.Seq):
+        def next_shard(self):
+            return 0 if self.empty_in_a_row == 0 else super().next_shard()
+
+    lowkiq.configure(workers=[...], build_scheduler=Greedy)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..worker import Shard
+
+INF = math.inf
+# Head perform_in of each owned shard (None: empty), one pipelined round trip.
+Probe = Callable[[], Sequence["float | None"]]
+
+
+@dataclass
+class SchedulerContext:
+    shards: Sequence[Shard]
+    poll_interval: float
+    probe: Probe
+    clock: Callable[[], float] = field(default=time.time)
+
+
+class Scheduler:
+    """The interface; a custom scheduler is any callable(context) returning one of these."""
+
+    def __init__(self, context: SchedulerContext) -> None:
+        self.context = context
+        self.count = len(context.shards)
+
+    def next_shard(self) -> int | None:
+        raise NotImplementedError
+
+    def idle_for(self) -> float:
+        return self.context.poll_interval
+
+    def taken(self, index: int, found: int, next_perform_in: float | None) -> None:
+        """A take on shard ``index`` returned ``found`` ids; its next job is due at ``next_perform_in``."""
+
+    def due(self, index: int, perform_in: float) -> None:
+        """A job of shard ``index`` (a failed one coming back) is due at ``perform_in``."""
+
+    def forget(self) -> None:
+        """Whatever was known about the shards is stale (after an outage and a restore)."""
+
+
+class Lag(Scheduler):
+    """The shard whose oldest ready job is most overdue.
+
+    A cache of every owned shard's head perform_in costs nothing to keep:
+    each take's reply carries the shard's new head. Other processes only
+    add jobs (or an operator moves them), so the cache is refreshed by one
+    pipelined probe of all owned shards at most every ``poll_interval``, and
+    before the thread idles on a cache that says nothing is ready.
+    """
+
+    def __init__(self, context: SchedulerContext) -> None:
+        super().__init__(context)
+        self.heads: list[float] = [-INF] * self.count  # unknown: worth a take
+        self.probed_at = -INF
+        self._indexes = range(self.count)
+
+    def next_shard(self) -> int | None:
+        now = self.context.clock()
+        if now - self.probed_at >= self.context.poll_interval:
+            self._probe(now)
+        index = self._oldest()
+        if self.heads[index] <= now:
+            return index
+        if self.probed_at < now:
+            # The cache may have missed new jobs: look once before idling.
+            self._probe(now)
+            index = self._oldest()
+            if self.heads[index] <= now:
+                return index
+        return None
+
+    def idle_for(self) -> float:
+        wait = min(self.heads) - self.context.clock()
+        return min(self.context.poll_interval, max(wait, 0.001))
+
+    def taken(self, index: int, found: int, next_perform_in: float | None) -> None:
+        self.heads[index] = INF if next_perform_in is None else next_perform_in
+
+    def due(self, index: int, perform_in: float) -> None:
+        self.heads[index] = min(self.heads[index], perform_in)
+
+    def forget(self) -> None:
+        self.probed_at = -INF
+
+    def _oldest(self) -> int:
+        return min(self._indexes, key=self.heads.__getitem__)
+
+    def _probe(self, now: float) -> None:
+        self.heads = [INF if head is None else head for head in self.context.probe()]
+        self.probed_at = now
+
+
+class Seq(Scheduler):
+    """Round robin; idle ``poll_interval`` only after a full round found nothing."""
+
+    def __init__(self, context: SchedulerContext) -> None:
+        super().__init__(context)
+        self.position = -1
+        self.empty_in_a_row = 0
+
+    def next_shard(self) -> int | None:
+        if self.empty_in_a_row >= self.count:
+            self.empty_in_a_row = 0
+            return None
+        self.position = (self.position + 1) % self.count
+        return self.position
+
+    def taken(self, index: int, found: int, next_perform_in: float | None) -> None:
+        self.empty_in_a_row = 0 if found else self.empty_in_a_row + 1
+
+
+BUILT_IN: dict[str, Callable[[SchedulerContext], Scheduler]] = {"lag": Lag, "seq": Seq}
+
+
+def build(settings: Settings, context: SchedulerContext) -> Scheduler:
+    """The scheduler ``settings.build_scheduler`` names: "lag", "seq" or a callable(context)."""
+    choice = settings.build_scheduler
+    if callable(choice):
+        scheduler: Scheduler = choice(context)
+        return scheduler
+    try:
+        return BUILT_IN[choice](context)
+    except KeyError:
+        raise ValueError(f"unknown scheduler {choice!r}: use 'lag', 'seq' or a callable(context)") from None

@@ -1,0 +1,250 @@
+"""Loads the Lua scripts of ``scripts/`` and runs them by SHA, through the transport.
+
+redis-py's ``Script`` objects ask Redis ``SCRIPT EXISTS`` before every
+pipeline; on the hot path that would double the round trips. Scripts run
+here by EVALSHA; a node that answers NOSCRIPT (after a restart, a
+``SCRIPT FLUSH``, or a failover: ``SCRIPT LOAD`` is not replicated) gets
+the script loaded by the transport, and only that call is repeated.
+
+A call is ``(script name, keyset, args)``: a keyset is any hashable object
+whose ``all()`` lists the script's KEYS, all in one hash slot (one shard's
+``ShardKeys``, or the membership keys). Every script call goes through a
+``Wire``: the EVALSHA command packed here with each keyset's keys encoded
+once, sent to the node that owns the keyset's slot, replies read straight
+off the connection at half the client-side cost of redis-py's command path.
+A server thread holds its own Wire (and connections) for the hot path;
+``run``/``run_many`` borrow pooled connections for one call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+import redis
+
+from ..transport import Batch, Transport, as_transport
+from ..transport.errors import checked
+from ..transport.resp import bulk, encode
+from ..transport.slots import Keyset, keyset_slot, routing_slot
+from .keys import lua_prelude
+
+NAMES = (
+    "push",
+    "ack_and_take",
+    "fail",
+    "restore",
+    "morgue_requeue",
+    "morgue_delete",
+    "delete",
+    "perform_all_now",
+    "kill_failed",
+    "delete_failed",
+    "range",
+    "acquire",
+    "renew",
+    "release",
+    "fence_floor",
+    "member_beat",
+    "member_leave",
+    "layout",
+    "audit",
+    "pause",
+    "history",
+    "registry_forget",
+    "registry_register",
+    "registry_read",
+    "confirm_take",
+)
+
+Call = tuple[str, Keyset, Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class LuaScript:
+    name: str
+    source: str
+    sha: str
+
+
+@cache
+def script(name: str) -> LuaScript:
+    folder = resources.files("lowkiq.store.scripts")
+    lib = folder.joinpath("_lib.lua").read_text(encoding="utf-8")
+    body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    source = f"{lua_prelude()}{used_definitions(lib, body)}\n{body}"
+    return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+_DEFINITION = re.compile(r"^local (?:function )?(\w+)")
+_WORD = re.compile(r"\w+")
+
+
+def used_definitions(lib: str, body: str) -> str:
+    """The library's top-level definitions that ``body`` uses, directly or through each other.
+
+    Redis runs a script's whole chunk on every call, so each ``local function`` of the
+    library is a closure built per call: about a microsecond for the whole library.
+    A definition starts at a top-level ``local`` line, with the comment lines above it.
+    """
+    blocks: list[tuple[str, list[str]]] = []
+    comments: list[str] = []
+    for line in lib.splitlines(keepends=True):
+        found = _DEFINITION.match(line)
+        if found:
+            blocks.append((found.group(1), [*comments, line]))
+            comments = []
+        elif line.startswith("--") or (comments and not line.strip()):
+            comments.append(line)  # a top-level comment: it belongs to the definition below it
+        elif blocks:
+            blocks[-1][1].append(line)
+    wanted = set(_WORD.findall(body))
+    for name, lines in reversed(blocks):  # a definition only uses the ones above it
+        if name in wanted:
+            wanted.update(_WORD.findall("".join(lines)))
+    return "".join("".join(lines) for name, lines in blocks if name in wanted)
+
+
+def now_arg(clock: Callable[[], float]) -> float | str:
+    """A script's "now": "" with the real clock, so that the script reads the Redis server's clock, which every
+    process shares whatever its host's clock says; a hand-moved clock (tests) passes its own time."""
+    return "" if clock is time.time else clock()
+
+
+@cache
+def library() -> tuple[str, ...]:
+    """Every script's source: a node that answers NOSCRIPT gets them all in one round trip."""
+    return tuple(script(name).source for name in NAMES)
+
+
+def run(client: Transport | redis.Redis, name: str, keyset: Keyset, args: Sequence[Any]) -> Any:
+    """One script on one keyset, one round trip (two after a NOSCRIPT)."""
+    return run_many(client, [(name, keyset, args)])[0]
+
+
+def run_many(client: Transport | redis.Redis, calls: Sequence[Call], *, settle: bool = False) -> list[Any]:
+    """Several scripts, each on its own keyset, in one round trip of wall time, on pooled connections.
+
+    Errors are raised after every reply was read; see ``Wire.call_many``.
+    """
+    if not calls:
+        return []
+    borrowed = Wire(client)
+    try:
+        return borrowed.call_many(calls, settle=settle)
+    finally:
+        borrowed.close()
+
+
+def run_many_with(client: Transport | redis.Redis, calls: Sequence[Call],
+                  commands: Sequence[tuple[str, Sequence[Any]]]) -> tuple[list[Any], list[Any]]:
+    """Scripts, then plain commands ``(routing key, command)``, in one round trip of wall time.
+
+    Replies in order, an error in its command's place: for reads that go with a listing.
+    """
+    borrowed = Wire(client)
+    try:
+        extra = [(routing_slot(key), [encode(part) for part in command]) for key, command in commands]
+        results = borrowed._send(calls, extra)
+    finally:
+        borrowed.close()
+    return results[: len(calls)], results[len(calls):]
+
+
+@lru_cache(maxsize=65536)
+def _prefix(name: str, keyset: Keyset) -> tuple[int, bytes, int, str]:
+    """EVALSHA, the SHA, the keys: the part of a call that never changes; its slot; the script's source."""
+    keys = keyset.all()
+    lua = script(name)
+    parts = [b"EVALSHA", lua.sha.encode(), str(len(keys)).encode(), *(k.encode() for k in keys)]
+    return len(parts), b"".join(bulk(p) for p in parts), keyset_slot(keyset), lua.source
+
+
+def node_name(client: Transport | redis.Redis, keyset: Keyset) -> str:
+    """The name of the node that serves ``keyset`` now."""
+    return as_transport(client).topology().node_for(keyset_slot(keyset)).name
+
+
+class Wire:
+    """One thread's own connections to Redis (one per node it calls), for scripts on the hot path."""
+
+    def __init__(self, client: Transport | redis.Redis) -> None:
+        self.transport = as_transport(client)
+        self._session = self.transport.session()
+        self._prefixes: dict[tuple[str, Keyset], tuple[int, bytes, int, str]] = {}
+
+    @property
+    def client(self) -> Transport:
+        return self.transport
+
+    def call(self, name: str, keyset: Keyset, args: Sequence[Any]) -> Any:
+        return self.call_many([(name, keyset, args)])[0]
+
+    def call_many(self, calls: Sequence[Call], *, settle: bool = False) -> list[Any]:
+        """Scripts pipelined in one round trip of wall time; raises after reading every reply.
+
+        An error alone is raised as Redis answered it; when some calls ran and
+        others failed, ``PartialWrite`` says which ran. With ``settle``, nothing
+        is raised: an error is returned in its call's place (as the exception
+        redis-py would raise; a ConnectionError when its node was lost), so the
+        caller learns every outcome.
+        """
+        results = self._send(calls, ())
+        return results if settle else checked(results, calls)
+
+    def call_many_confirmed(self, calls: Sequence[Call], timeout_ms: int, *,
+                            settle: bool = False) -> tuple[list[Any], dict[str, Any]]:
+        """``call_many``, each node's scripts followed by ``WAIT 1 timeout_ms`` on the same connection.
+
+        Still one round trip of wall time (plus the replica's). Returns the scripts'
+        replies and, by node name, how many replicas acknowledged every write before
+        the WAIT (an exception when that node failed). A script a node ran only after
+        a NOSCRIPT reply was resent after the WAIT: its node shows 0, never too many.
+        """
+        topology = self.transport.topology()
+        slot_of_node: dict[str, int] = {}
+        for _, keyset, _ in calls:
+            slot = keyset_slot(keyset)
+            slot_of_node.setdefault(topology.node_for(slot).name, slot)
+        waits = [(slot, (b"WAIT", b"1", str(int(timeout_ms)).encode())) for slot in slot_of_node.values()]
+        results = self._send(calls, waits)
+        replies, acknowledged = results[: len(calls)], results[len(calls):]
+        confirmed = dict(zip(slot_of_node, acknowledged))
+        return (replies if settle else checked(replies, calls)), confirmed
+
+    def _send(self, calls: Sequence[Call], extra: Sequence[tuple[int, Sequence[bytes]]]) -> list[Any]:
+        """Every call's reply in order (errors in place), then each ``extra`` command's (slot, command)."""
+        packed = []
+        slots = []
+        sources: list[str | None] = []
+        prefixes = self._prefixes
+        for name, keyset, args in calls:
+            cached = prefixes.get((name, keyset))
+            if cached is None:
+                cached = prefixes[(name, keyset)] = _prefix(name, keyset)
+            count, prefix, slot, source = cached
+            packed.append(b"*%d\r\n" % (count + len(args)) + prefix + b"".join([bulk(encode(a)) for a in args]))
+            slots.append(slot)
+            sources.append(source)
+        for slot, command in extra:
+            packed.append(b"*%d\r\n" % len(command) + b"".join(bulk(part) for part in command))
+            slots.append(slot)
+            sources.append(None)
+        session = self._session
+        quick = session.quick(packed[0] if len(packed) == 1 else b"".join(packed), len(packed))
+        if quick is None:
+            return session.execute(Batch(packed, slots, sources, library()))[0]
+        results, errors = quick
+        if errors:
+            session.follow(Batch(packed, slots, sources, library()), results)
+        return results
+
+    def close(self, *, disconnect: bool = False) -> None:
+        """Give the connections back to their pools."""
+        self._session.close(disconnect=disconnect)

@@ -1,0 +1,312 @@
+"""Writes to one queue: enqueue, and the server's take / ack / fail / restore steps."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from zlib import crc32
+
+import msgpack
+import redis
+
+from .. import stored_error
+from ..errors import NotDurable, PartialEnqueue, PayloadDecodeError, RedisOutOfMemory
+from ..jobs import Job, MorgueJob, PreparedJob
+from ..transport import PartialWrite, Transport
+from ..transport.errors import out_of_memory
+from ..worker import Shard
+from . import codec, lua
+from .keys import WAKE_CHANNEL, QueueKeys
+from .leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
+
+# Jobs per push script: big enough to amortize the round trip, small enough
+# that one script never blocks Redis for long.
+PUSH_SLICE = 2000
+
+
+@dataclass(slots=True)  # built once per batch: see Job on frozen dataclasses
+class Taken:
+    """A batch moved into processing, and when the shard's next job is due.
+
+    ``error`` is set when a payload of the batch could not be loaded: the
+    batch must then fail with it, not reach ``perform``.
+    """
+
+    jobs: list[Job]
+    next_perform_in: float | None
+    error: Exception | None = None
+    # a job of the batch was in flight when a server died: perform it alone (see crash_isolation)
+    suspect: bool = False
+
+
+@dataclass(slots=True)
+class Failed:
+    """What ``Queue.fail`` did: the jobs that entered the morgue, and ids it did not find in processing."""
+
+    morgued: list[MorgueJob]
+    missing: list[str]
+
+
+class Queue:
+    def __init__(
+        self,
+        client: Transport | redis.Redis,
+        keys: QueueKeys,
+        *,
+        load_payload: Callable[[bytes], Any],
+        load_error: Callable[[bytes], str],
+        clock: Callable[[], float] = time.time,
+        worker: Any = None,
+        durable_wait_ms: int | None = None,
+    ) -> None:
+        self.client = client
+        # With durable_enqueue: how long a push waits for a replica to hold its jobs.
+        self.durable_wait_ms = durable_wait_ms
+        self.keys = keys
+        self.worker = worker  # the Worker class, named in the leases this queue hands out
+        self.load_payload = load_payload
+        self.load_error = load_error
+        self.clock = clock
+        self._shards = keys.shards()
+
+    def shard_of(self, job_id: str) -> int:
+        return codec.shard_of(job_id, self.keys.shards_count)
+
+    def push(self, jobs: Sequence[PreparedJob]) -> int:
+        """Enqueue prepared jobs with merge rule "new job"; one round trip for all shards.
+
+        A job without a score or perform_in gets the Redis server's time in the push script;
+        jobs without a score keep their order (each a hair later than the one before).
+        """
+        by_shard: dict[int, list[Any]] = defaultdict(list)
+        positions: dict[int, list[int]] = defaultdict(list)
+        shards_count = self.keys.shards_count
+        pack = msgpack.Packer(use_bin_type=False).pack
+        for position, job in enumerate(jobs):
+            # The Lua side stores a new job's payload list as given: encode it here, in C. A default
+            # score travels as a float64 placeholder that the script overwrites in place.
+            shard = crc32(job.id.encode()) % shards_count
+            by_shard[shard].extend(
+                (job.id, "" if job.perform_in is None else repr(job.perform_in),
+                 pack((job.payload, 0.0 if job.score is None else job.score)), job.score is None)
+            )
+            positions[shard].append(position)
+        limit = getattr(self.worker, "max_payloads_per_id", 0)
+        overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
+        calls: list[lua.Call] = []
+        call_positions = []
+        for shard, flat in sorted(by_shard.items()):
+            step = PUSH_SLICE * 4
+            defaults_before = 0
+            for i in range(0, len(flat), step):
+                part = flat[i : i + step]
+                blob = msgpack.packb(part, use_bin_type=False)
+                keys = self._shards[shard]
+                calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message)))
+                call_positions.append(positions[shard][i // 4 : (i + step) // 4])
+                defaults_before += sum(1 for flag in part[3::4] if flag)
+        if self.durable_wait_ms is None:
+            try:
+                return sum(lua.run_many(self.client, calls))
+            except PartialWrite as exc:
+                raise self._partial(exc, calls, call_positions) from exc
+            except redis.ResponseError as exc:
+                if out_of_memory(exc):
+                    raise self._out_of_memory(exc, calls, call_positions) from exc
+                raise
+        return self._push_durably(calls, call_positions, len(jobs))
+
+    def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int) -> int:
+        """The push scripts, each node's followed by WAIT for one replica; NotDurable names what none confirmed."""
+        wire = lua.Wire(self.client)
+        try:
+            replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0)
+        except PartialWrite as exc:
+            raise self._partial(exc, calls, call_positions) from exc
+        except redis.ResponseError as exc:
+            if out_of_memory(exc):
+                raise self._out_of_memory(exc, calls, call_positions) from exc
+            raise
+        finally:
+            wire.close()
+        unconfirmed: list[int] = []
+        nodes: set[str] = set()
+        for (_, keyset, _), positions in zip(calls, call_positions):
+            node = lua.node_name(self.client, keyset)
+            acknowledged = confirmed.get(node)
+            if not (isinstance(acknowledged, int) and acknowledged >= 1):
+                unconfirmed.extend(positions)
+                nodes.add(node)
+        if unconfirmed:
+            raise NotDurable(self.keys.queue_name, sorted(unconfirmed), total, sorted(nodes))
+        return sum(replies)
+
+    def _partial(self, exc: PartialWrite, calls: Sequence[lua.Call],
+                 call_positions: Sequence[list[int]]) -> PartialEnqueue:
+        """Which jobs the push scripts that ran wrote (each script is one shard's slice, all or nothing)."""
+        written: list[int] = []
+        not_written: list[int] = []
+        uncertain: list[int] = []
+        lost = set(exc.uncertain)
+        for index, jobs in enumerate(call_positions):
+            bucket = written if index in exc.written else uncertain if index in lost else not_written
+            bucket.extend(jobs)
+        first = exc.errors[min(exc.errors)]
+        full = [index for index, error in sorted(exc.errors.items()) if out_of_memory(error)]
+        if full:
+            # Redis refuses a full node's push at its first write (HSET), so its slice is not written.
+            return RedisOutOfMemory(self.keys.queue_name, sorted(written), sorted(not_written), sorted(uncertain),
+                                    exc.errors[full[0]], self._nodes(calls[i] for i in full))
+        return PartialEnqueue(self.keys.queue_name, sorted(written), sorted(not_written), sorted(uncertain), first)
+
+    def _out_of_memory(self, exc: redis.ResponseError, calls: Sequence[lua.Call],
+                       call_positions: Sequence[list[int]]) -> RedisOutOfMemory:
+        """Every push script was refused (one error stands for them all: see ``checked``) by a full Redis:
+        no job was written."""
+        every = sorted(position for positions in call_positions for position in positions)
+        return RedisOutOfMemory(self.keys.queue_name, [], every, [], exc, self._nodes(calls))
+
+    def _nodes(self, calls: Iterable[lua.Call]) -> list[str]:
+        """The names of the nodes that serve these calls' shards (a topology error leaves them unnamed)."""
+        names: set[str] = set()
+        for _, keyset, _ in calls:
+            try:
+                names.add(lua.node_name(self.client, keyset))
+            except (redis.RedisError, OSError):
+                continue
+        return sorted(names)
+
+    def ack_and_take(
+        self,
+        ack: tuple[Lease, Sequence[str]] | None,
+        take: tuple[Lease, int] | None,
+        now: float | None = None,
+        *,
+        thread: str = "",
+        wire: lua.Wire | None = None,
+    ) -> Taken | None:
+        """Acknowledge one shard's finished batch and take the next batch, in one round trip.
+
+        ``ack`` is (lease, ids) of the batch that succeeded; ``take`` is
+        (lease, limit). Each lease names its shard, of this queue or of
+        another (a server thread serves several workers). On the same shard
+        this is one script call; on two shards, two scripts pipelined
+        together. Each script checks the caller's lease and renews it; a
+        refused one raises LeaseRefused (and nothing of that script happened).
+        A server thread passes its own ``wire``; without one, a pooled
+        connection is borrowed for the call.
+        """
+        stamp = lua.now_arg(self.clock) if now is None else now  # "": the Redis server's clock decides what is due
+        same_shard = ack is not None and take is not None and ack[0] is take[0]
+        calls: list[tuple[str, Any, tuple[Any, ...]]] = []
+        if ack is not None and not same_shard:
+            lease, ids = ack
+            calls.append(("ack_and_take", lease.keys, (stamp, 0, lease.grant, ttl_ms(lease.ttl), thread, *ids)))
+        if take is not None:
+            lease, limit = take
+            acked = ack[1] if same_shard and ack is not None else ()
+            calls.append(("ack_and_take", lease.keys, (stamp, limit, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
+        if not calls:
+            return None
+        sent_at = time.monotonic()
+        try:
+            replies = lua.run_many(self.client, calls) if wire is None else wire.call_many(calls)
+        except redis.ResponseError as exc:
+            raise (refusal(exc) or exc) from None
+        if ack is not None:
+            ack[0].renewed(sent_at)
+        if take is None:
+            return None
+        take[0].renewed(sent_at)
+        return self._taken(replies[-1])
+
+    def _taken(self, reply: list[Any]) -> Taken:
+        load_payload, load_error = self.load_payload, self.load_error
+        jobs = []
+        failure: Exception | None = None
+        end = len(reply)
+        suspect = end % 5 == 2  # the script adds a flag after the jobs
+        if suspect:
+            end -= 1
+        for i in range(1, end, 5):
+            job_id = reply[i].decode()
+            flat = msgpack.unpackb(reply[i + 4], raw=True)
+            try:
+                payloads = [(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)]
+            except Exception as exc:
+                # A poison payload must not stop the server: the batch fails and retries, then dies.
+                payloads = []
+                failure = failure or PayloadDecodeError(f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}")
+            err = reply[i + 3]
+            text, traceback = stored_error.load(err, load_error) if err else (None, None)
+            jobs.append(
+                Job(
+                    id=job_id,
+                    payloads=payloads,
+                    perform_in=float(reply[i + 2]),
+                    retry_count=int(reply[i + 1]),
+                    error=text,
+                    traceback=traceback,
+                )
+            )
+        head = reply[0]
+        return Taken(jobs, float(head) if head is not None else None, failure, suspect)
+
+    def fail(
+        self,
+        lease: Lease,
+        retries: Sequence[tuple[str, float]],
+        error: bytes,
+        max_retry_count: int,
+        now: float | None = None,
+    ) -> Failed:
+        """A batch failed. ``retries`` is (id, perform_in of its next try) for every job of it;
+        ``error`` is what is stored with each (``stored_error.pack``: the error and its traceback).
+
+        Returns the jobs whose oldest payload just entered the morgue, and the
+        ids that were not in processing (nothing is ever dropped silently).
+        """
+        stamp = lua.now_arg(self.clock) if now is None else now
+        # "": the script counts each next try from the Redis server's clock, so it is sent as a delay.
+        relative = stamp == ""
+        now = self.clock() if relative else float(stamp)
+        args: list[Any] = [stamp, max_retry_count, error, lease.grant]
+        for job_id, perform_in in retries:
+            args += (job_id, perform_in - now if relative else perform_in)
+        try:
+            reply = lua.run(self.client, "fail", lease.keys, args)
+        except redis.ResponseError as exc:
+            raise (refusal(exc) or exc) from None
+        morgued = []
+        text, traceback = stored_error.load(error, self.load_error) if len(reply) > 1 else (None, None)
+        for i in range(1, len(reply), 2):
+            morgued.append(
+                MorgueJob(
+                    id=reply[i].decode(),
+                    payloads=codec.payloads(reply[i + 1], self.load_payload),
+                    updated_at=now,
+                    error=text,
+                    traceback=traceback,
+                )
+            )
+        return Failed(morgued, [codec.text(i) for i in reply[0]])
+
+    def acquire(self, shard: int, member: str, *, ttl: float = 5.0, crash_limit: int = 3,
+                crash_error: bytes = b"the server died while performing this job") -> Lease | Held:
+        """Take shard ``shard``'s lease for ``member``, or learn who holds it (see acquire.lua)."""
+        keys = self._shards[shard]
+        grant = new_grant()
+        sent_at = time.monotonic()
+        args = acquire_call(keys, member, grant, ttl, crash_limit, self.clock(), crash_error)[2]
+        reply = lua.run(self.client, "acquire", keys, args)
+        return acquired(Shard(self.worker, shard), keys, grant, ttl, sent_at, reply)
+
+    def restore(self, lease: Lease) -> int:
+        """The lease holder's own in-flight batch goes back to the queue; returns how many ids."""
+        try:
+            return int(lua.run(self.client, "restore", lease.keys, (lease.grant,)))
+        except redis.ResponseError as exc:
+            raise (refusal(exc) or exc) from None

@@ -1,0 +1,283 @@
+-- Prepended to every script, after the locals naming its KEYS (K_READY, K_LEX, ...), which
+-- lowkiq.store.keys.lua_prelude() writes from SCRIPT_KEYS: the one place their order is defined.
+
+-- Lua turns numbers into strings with 14 digits; scores need all 17.
+local function num(n)
+  return string.format('%.17g', n)
+end
+
+-- Redis rejects commands with too many arguments for Lua's C stack; write in slices.
+local CHUNK = 1000
+local function call_chunked(cmd, key, args, step)
+  local n = #args
+  for i = 1, n, CHUNK * step do
+    local last = math.min(i + CHUNK * step - 1, n)
+    redis.call(cmd, key, unpack(args, i, last))
+  end
+end
+
+-- Redis orders members bytewise; Lua's own string comparison follows the locale.
+local function bytes_lt(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = a:byte(i), b:byte(i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- Payloads are a flat array {payload, score, payload, score, ...} sorted by score, then bytewise.
+local function before(p1, s1, p2, s2)
+  if s1 ~= s2 then return s1 < s2 end
+  return bytes_lt(p1, p2)
+end
+
+local function sort_pairs(best, order)
+  table.sort(order, function(x, y) return before(x, best[x], y, best[y]) end)
+  local out = {}
+  for i, p in ipairs(order) do
+    out[2 * i - 1] = p
+    out[2 * i] = best[p]
+  end
+  return out
+end
+
+-- Union of a stored (sorted) list and incoming pairs: an equal payload keeps the
+-- lower score, whatever the order of arrival. A burst of versions appended to a
+-- long list is a linear merge, not a sort of the whole list per version.
+local function merge_payloads(a, b)
+  local scores, order = {}, {}
+  for i = 1, #a, 2 do
+    scores[a[i]] = a[i + 1]
+    order[#order + 1] = a[i]
+  end
+  local extra_scores, extra = {}, {}
+  local lowered = false
+  for i = 1, #b, 2 do
+    local p, s = b[i], b[i + 1]
+    local cur = scores[p]
+    if cur ~= nil then
+      if s < cur then
+        scores[p] = s
+        lowered = true
+      end
+    else
+      local e = extra_scores[p]
+      if e == nil then
+        extra_scores[p] = s
+        extra[#extra + 1] = p
+      elseif s < e then
+        extra_scores[p] = s
+      end
+    end
+  end
+  if lowered then
+    -- A stored payload moved: sort everything (rare: an old version sent again).
+    for _, p in ipairs(extra) do
+      scores[p] = extra_scores[p]
+      order[#order + 1] = p
+    end
+    return sort_pairs(scores, order)
+  end
+  if #extra == 0 then return a end
+  local tail = sort_pairs(extra_scores, extra)
+  if #a == 0 then return tail end
+  local out, i, j = {}, 1, 1
+  while i <= #a or j <= #tail do
+    if j > #tail or (i <= #a and before(a[i], a[i + 1], tail[j], tail[j + 1])) then
+      out[#out + 1] = a[i]
+      out[#out + 1] = a[i + 1]
+      i = i + 2
+    else
+      out[#out + 1] = tail[j]
+      out[#out + 1] = tail[j + 1]
+      j = j + 2
+    end
+  end
+  return out
+end
+
+local function decode(blob)
+  return cmsgpack.unpack(blob)
+end
+
+local function encode(list)
+  return cmsgpack.pack(list)
+end
+
+local function remove_from_queue(ids)
+  if #ids == 0 then return end
+  call_chunked('ZREM', K_READY, ids, 1)
+  call_chunked('ZREM', K_LEX, ids, 1)
+  call_chunked('ZREM', K_RLEX, ids, 1)
+  call_chunked('ZREM', K_RETRIES, ids, 1)
+  call_chunked('HDEL', K_PAYLOADS, ids, 1)
+  call_chunked('HDEL', K_ERRORS, ids, 1)
+  call_chunked('HDEL', K_CRASHES, ids, 1)
+end
+
+-- Queued ids are indexed by id twice over: those that never failed in K_LEX, those that
+-- failed in K_RLEX (and by retry count in K_RETRIES). So the console pages through the fresh
+-- ones, the retried ones or all of them (a merge of two ranges) in O(log n + page).
+local function index_retry_count(id, retry_count)
+  if retry_count >= 0 then
+    redis.call('ZADD', K_RETRIES, retry_count, id)
+    redis.call('ZADD', K_RLEX, 0, id)
+    redis.call('ZREM', K_LEX, id)
+  else
+    redis.call('ZREM', K_RETRIES, id)
+    redis.call('ZREM', K_RLEX, id)
+    redis.call('ZADD', K_LEX, 0, id)
+  end
+end
+
+-- Puts a job into the queue, merging with a queued job of the same id.
+-- keep_schedule: a new job keeps the queued job's perform_in, retry_count and error;
+-- otherwise (failed or requeued job) the incoming values win.
+local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedule)
+  local existing = redis.call('HGET', K_PAYLOADS, id)
+  if existing then
+    payloads = merge_payloads(decode(existing), payloads)
+  end
+  -- (without a queued job, payloads come from Redis (processing, morgue): already sorted and unique)
+  redis.call('HSET', K_PAYLOADS, id, encode(payloads))
+  if existing and keep_schedule then return end
+  redis.call('ZADD', K_READY, num(perform_in), id)
+  if existing or retry_count >= 0 then
+    index_retry_count(id, retry_count)
+  else
+    redis.call('ZADD', K_LEX, 0, id)
+  end
+  if err then
+    redis.call('HSET', K_ERRORS, id, err)
+  elseif existing then
+    redis.call('HDEL', K_ERRORS, id)
+  end
+end
+
+-- A payload entering the morgue joins a morgue job of the same id; the newest error wins.
+local function morgue_put(id, payloads, updated_at, err)
+  local existing = redis.call('HGET', K_M_PAYLOADS, id)
+  if existing then
+    payloads = merge_payloads(decode(existing), payloads)
+  else
+    redis.call('ZADD', K_M_LEX, 0, id)
+  end
+  redis.call('HSET', K_M_PAYLOADS, id, encode(payloads))
+  redis.call('ZADD', K_M_UPDATED, num(updated_at), id)
+  if err then redis.call('HSET', K_M_ERRORS, id, err) end
+end
+
+local function remove_from_morgue(ids)
+  if #ids == 0 then return end
+  call_chunked('ZREM', K_M_LEX, ids, 1)
+  call_chunked('ZREM', K_M_UPDATED, ids, 1)
+  call_chunked('HDEL', K_M_PAYLOADS, ids, 1)
+  call_chunked('HDEL', K_M_ERRORS, ids, 1)
+end
+
+-- Whether a job still matches the filter an operator counted: its id (index 'id', bytewise) or its
+-- score in the index (perform_in, retry_count, updated_at) within lo..hi, inclusive; '' is unbounded.
+-- A job that left the index matches nothing.
+local function matches(id, index, lo, hi)
+  if index == 'id' then
+    return (lo == '' or not bytes_lt(id, lo)) and (hi == '' or not bytes_lt(hi, id))
+  end
+  local score
+  if index == 'perform_in' then
+    score = redis.call('ZSCORE', K_READY, id)
+  elseif index == 'updated_at' then
+    score = redis.call('ZSCORE', K_M_UPDATED, id)
+  elseif index == 'retry_count' then
+    score = redis.call('ZSCORE', K_RETRIES, id)
+    if not score and redis.call('HEXISTS', K_PAYLOADS, id) == 1 then score = -1 end
+  end
+  if not score then return false end
+  score = tonumber(score)
+  return (lo == '' or score >= tonumber(lo)) and (hi == '' or score <= tonumber(hi))
+end
+
+-- The ids a script acts on, from ARGV[first] on:
+--   'ids', id, ...                 the given ids;
+--   'match', index, lo, hi, id, ... the given ids that still match that filter (see matches);
+--   'all', limit                   the first ``limit`` ids of ``all_zset``: one chunk of an action on a
+--                                  whole area, so that no script's run time grows with the queue.
+local function target_ids(first, all_zset)
+  local mode = ARGV[first]
+  if mode == 'all' then
+    return redis.call('ZRANGE', all_zset, 0, tonumber(ARGV[first + 1]) - 1)
+  end
+  local ids = {}
+  if mode == 'match' then
+    local index, lo, hi = ARGV[first + 1], ARGV[first + 2], ARGV[first + 3]
+    for i = first + 4, #ARGV do
+      if matches(ARGV[i], index, lo, hi) then ids[#ids + 1] = ARGV[i] end
+    end
+  else
+    for i = first + 1, #ARGV do ids[#ids + 1] = ARGV[i] end
+  end
+  return ids
+end
+
+-- The Redis server's clock from one TIME: in ms, and in seconds to the microsecond (a job's default
+-- perform_in, so that a job is due as soon as it was pushed). Lease times are Redis server time
+-- too: the clocks of the processes never have to agree.
+local function server_clock()
+  local t = redis.call('TIME')
+  local seconds, micros = tonumber(t[1]), tonumber(t[2])
+  return seconds * 1000 + math.floor(micros / 1000), seconds + micros / 1000000
+end
+
+local function server_ms()
+  return (server_clock())
+end
+
+-- A script's "now" in unix seconds, and the server's in ms (from the same TIME): ARGV's '' is the
+-- Redis server's clock, which every process shares whatever its host's clock says; a number is the
+-- caller's own clock (a hand-moved one in tests).
+local function clock_now(arg)
+  local now_ms, now = server_clock()
+  if arg ~= '' then now = tonumber(arg) end
+  return now, now_ms
+end
+
+-- Fencing: nil when ``grant`` holds this shard's lease now, else the error reply that
+-- refuses the caller (FENCED: another grant or a release came since; LEASE_EXPIRED: nobody
+-- renewed it in time, so another process may take it over at any moment).
+local function refusal(grant, now_ms)
+  local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms')
+  if lease[1] ~= grant or lease[2] ~= 'held' then
+    return redis.error_reply('FENCED ' .. K_LEASE .. ' is not held by grant ' .. tostring(grant))
+  end
+  local late = now_ms - tonumber(lease[3])
+  if late > 0 then
+    return redis.error_reply('LEASE_EXPIRED ' .. K_LEASE .. ' expired ' .. late .. ' ms ago')
+  end
+  return nil
+end
+
+-- Every job left in processing goes back to the queue (merge rule "failed job": its own
+-- retry_count, perform_in and error win). Returns how many.
+local function restore_processing()
+  local records = redis.call('HGETALL', K_PROCESSING)
+  for i = 1, #records, 2 do
+    local retry_count, perform_in, err, payloads = cmsgpack.unpack(records[i + 1])
+    queue_put(records[i], payloads, perform_in, retry_count, err, false)
+  end
+  redis.call('DEL', K_PROCESSING)
+  return #records / 2
+end
+
+-- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
+-- they carried is over. ``crashes``: whether the shard holds crash counts (nil: look).
+local function acknowledge(first, crashes)
+  if #ARGV < first then return end
+  local n = 0
+  if crashes == nil then crashes = redis.call('EXISTS', K_CRASHES) == 1 end
+  for i = first, #ARGV, CHUNK do
+    local last = math.min(i + CHUNK - 1, #ARGV)
+    n = n + redis.call('HDEL', K_PROCESSING, unpack(ARGV, i, last))
+    if crashes then redis.call('HDEL', K_CRASHES, unpack(ARGV, i, last)) end
+  end
+  if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
+end
