@@ -14,7 +14,9 @@ import traceback
 from pathlib import Path
 
 from . import runtime as runtime_module
-from .errors import AppFileError
+
+# Raised here; defined with every error users may catch, and importable from here too.
+from .errors import AppFileError as AppFileError
 from .runtime import Runtime
 
 

@@ -26,7 +26,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .errors import EmbeddedRedisError
+# Raised here; defined with every error users may catch, and importable from here too.
+from .errors import EmbeddedRedisError as EmbeddedRedisError
 
 EMBEDDED_DIR = ".lowkiq"
 EMBEDDED_DIR_VARIABLE = "LOWKIQ_EMBEDDED_DIR"

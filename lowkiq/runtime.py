@@ -15,7 +15,9 @@ import redis
 
 from . import connection
 from .config import Settings, build_settings
-from .errors import NotConfigured
+
+# Raised here; defined with every error users may catch, and importable from here too.
+from .errors import NotConfigured as NotConfigured
 from .events import Bus
 from .jobs import prepare
 from .middleware import run_chain

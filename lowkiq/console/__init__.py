@@ -22,7 +22,9 @@ import redis
 
 from .. import app_file, connection
 from ..config import redis_url_from
-from ..errors import UnknownWorker
+
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import UnknownWorker as UnknownWorker
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
 from ..serializers import load_json

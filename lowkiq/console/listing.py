@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..errors import BadInput
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import BadInput as BadInput
 from ..options import boolean, integer
 from ..store.queries import MAX_LIMIT, Cursor, Page
 

@@ -27,7 +27,9 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import MetricsPortError, NoWorkers
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import MetricsPortError as MetricsPortError
+from ..errors import NoWorkers as NoWorkers
 from ..store import eviction
 from . import signals
 from .cpu_pinning import cpu_of, pin

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import PinningError
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import PinningError as PinningError
 
 
 def cpu_of(cpus: tuple[int, ...], process_number: int) -> int:

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfirmationRefused
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import ConfirmationRefused as ConfirmationRefused
 from ..transport import Transport
 from . import lua
 from .keys import ConfirmKeys

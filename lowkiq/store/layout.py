@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LayoutChangeRefused, LayoutMismatch
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import LayoutChangeRefused as LayoutChangeRefused
+from ..errors import LayoutMismatch
 from . import lua, membership
 from .keys import LayoutKeys, QueueKeys
 

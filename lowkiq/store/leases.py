@@ -23,7 +23,8 @@ from typing import Any
 
 import redis
 
-from ..errors import LeaseRefused
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import LeaseRefused as LeaseRefused
 from ..worker import Shard
 from .keys import ShardKeys
 

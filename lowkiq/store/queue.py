@@ -13,7 +13,10 @@ import msgpack
 import redis
 
 from .. import stored_error
-from ..errors import NotDurable, PartialEnqueue, PayloadDecodeError, RedisOutOfMemory
+from ..errors import NotDurable, PartialEnqueue, RedisOutOfMemory
+
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import PayloadDecodeError as PayloadDecodeError
 from ..jobs import Job, MorgueJob, PreparedJob
 from ..transport import PartialWrite, Transport
 from ..transport.errors import out_of_memory

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from ..errors import RegistryFull
+# Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import RegistryFull as RegistryFull
 from ..transport import Transport
 from . import lua
 from .keys import RegistryKeys, validate_queue_name
