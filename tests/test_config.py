@@ -148,14 +148,13 @@ def test_each_script_carries_only_the_library_definitions_it_uses():
     assert "local function merge_payloads(" in lua.script("push").source
 
 
-def test_every_option_of_the_table_is_in_the_readme_and_the_command_line_help():
-    from pathlib import Path
+def test_every_option_of_the_table_is_in_the_docs_and_the_command_line_help():
+    from docs_support import DOCS
 
     from lowkiq.cli import parser
     from lowkiq.options import OPTIONS
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    table = readme[readme.index("## Configuration"):readme.index("## Redis")]
+    table = (DOCS / "configuration.md").read_text()
     help_text = parser().format_help()
     for option in OPTIONS:
         assert f"`{option.name}`" in table, option.name

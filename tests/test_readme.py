@@ -1,7 +1,8 @@
-"""README.md's Quickstart and Console, run as written: the blocks are read from the README itself.
+"""The README's Quickstart and the console page (docs/console.md), run as written: the blocks are read
+from the pages themselves.
 
 A ```python block starting with ``# name.py`` is written to that file; every line of a ```sh
-block is a command, run by bash in README order:
+block is a command, run by bash in the pages' order (the Quickstart, then the console page):
 
 - the install block (virtualenv, ``pip install -e .``) is what this test's environment
   already is: the editable install of the clone, or the wheel installed in an empty folder;
@@ -31,6 +32,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from docs_support import DOCS, README, code_blocks, section
 from redis_server import free_port
 from wheel_support import ROOT, VENV_BIN, installed_env
 
@@ -38,8 +40,8 @@ from lowkiq import connection
 
 pytestmark = pytest.mark.slow
 
-README = ROOT / "README.md"
-SECTIONS = ("Quickstart", "Console")
+# Where the blocks are: a section of a page, or (None) the whole page.
+SOURCES = ((README, "Quickstart"), (DOCS / "console.md", None))
 # The install block, which the test environment stands for (see the module's docstring).
 SETUP = {"python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ."}
 SERVER_JOBS = ("order 0 synced", "order 1 synced", "order 2 synced")
@@ -60,16 +62,13 @@ class Block:
         return [line.strip() for line in self.text.splitlines() if line.strip() and not line.strip().startswith("#")]
 
 
-def blocks(section: str) -> list[Block]:
-    text = README.read_text()
-    start = text.index(f"\n## {section}\n")
-    end = text.find("\n## ", start + 1)
-    body = text[start:end if end >= 0 else len(text)]
-    return [Block(lang, code) for lang, code in re.findall(r"```(\w+)\n(.*?)```", body, re.S)]
+def blocks(page: Path, heading: str | None) -> list[Block]:
+    text = section(heading, page) if heading else page.read_text()
+    return [Block(lang, code) for lang, code in code_blocks(text)]
 
 
 def readme_blocks() -> list[Block]:
-    return [b for section in SECTIONS for b in blocks(section)]
+    return [b for page, heading in SOURCES for b in blocks(page, heading)]
 
 
 def console_address(command: str) -> str:
@@ -158,7 +157,7 @@ def run_readme(cwd: Path, env: dict[str, str]) -> Run:
     try:
         for block in readme_blocks():
             if block.language == "python":
-                assert block.file_name, f"a Python block of the README names no file:\n{block.text}"
+                assert block.file_name, f"a Python block of the Quickstart or the console page names no file:\n{block.text}"
                 (cwd / block.file_name).write_text(block.text)
                 continue
             assert block.language == "sh", block.language
@@ -170,7 +169,7 @@ def run_readme(cwd: Path, env: dict[str, str]) -> Run:
                 run.run(line)
     finally:
         server_out = run.stop()
-    assert setup_seen == SETUP, f"the README's install block changed: {setup_seen}; update this test's SETUP"
+    assert setup_seen == SETUP, f"the Quickstart's install block changed: {setup_seen}; update this test's SETUP"
     assert run.server is not None and len(run.consoles) >= 3
     assert "Traceback" not in server_out and "gave up" not in server_out, server_out
     return run

@@ -1,23 +1,23 @@
-"""The README's Prometheus alert rules: valid YAML of Prometheus's rule-file shape, and every annotation
+"""The Prometheus alert rules of docs/observability.md: valid YAML of Prometheus's rule-file shape, and every annotation
 that shows ``$value`` formats it (a raw float such as ``2.9833333333333334`` reads as no count)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from docs_support import DOCS, section
 
 yaml = pytest.importorskip("yaml")
 
-README = Path(__file__).parent.parent / "README.md"
+PAGE = DOCS / "observability.md"
 # What makes a sample's value read as people count it: Prometheus's template functions.
 FORMATTED = re.compile(r"\{\{\s*\$value\s*\|\s*(humanize\w*|printf\s+\"%[^\"]*\")\s*\}\}")
 
 
 def alert_rules() -> list[dict]:
-    section = README.read_text().split("### Prometheus: the console's `metrics` route", 1)[1].split("\n### ", 1)[0]
-    [block] = [b for b in re.findall(r"```\n(.*?)```", section, re.S) if b.startswith("groups:")]
+    text = section("Prometheus: the console's `metrics` route", PAGE)
+    [block] = [b for b in re.findall(r"```\n(.*?)```", text, re.S) if b.startswith("groups:")]
     return [rule for group in yaml.safe_load(block)["groups"] for rule in group["rules"]]
 
 

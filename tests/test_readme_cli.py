@@ -1,22 +1,21 @@
-"""The README's shell reference ("From a shell") is checked against the CLI's own parser: every line
-parses, and every command and option the CLI offers is shown at least once."""
+"""The shell reference ("From a shell", in docs/operations.md) is checked against the CLI's own parser:
+every line parses, and every command and option the CLI offers is shown at least once."""
 
 from __future__ import annotations
 
 import argparse
 import re
 import shlex
-from pathlib import Path
+
+from docs_support import DOCS, section
 
 from lowkiq.cli import ops as ops_cli
 
-README = Path(__file__).parent.parent / "README.md"
+PAGE = DOCS / "operations.md"
 
 
 def shell_reference() -> list[list[str]]:
-    text = README.read_text()
-    section = text.split("### From a shell", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    block = re.search(r"```sh\n(.*?)```", section("From a shell", PAGE), re.S)
     assert block, "the From a shell section has no sh block"
     return [shlex.split(line, comments=True) for line in block.group(1).splitlines() if line.strip()]
 
@@ -45,7 +44,7 @@ def test_every_line_of_the_reference_parses():
         try:
             ops_cli.parser().parse_args(words[1:])
         except SystemExit:
-            raise AssertionError(f"the README shows a command the CLI refuses: {shlex.join(words)}") from None
+            raise AssertionError(f"the shell reference shows a command the CLI refuses: {shlex.join(words)}") from None
 
 
 def test_every_command_and_option_is_shown():
@@ -53,10 +52,10 @@ def test_every_command_and_option_is_shown():
     common = {"--redis-url", "--app", "--json", "-h", "--help"}  # explained in the prose above the block
     for path, sub in commands(ops_cli.parser()).items():
         shown = [words for words in lines if tuple(words[1:1 + len(path)]) == path]
-        assert shown, f"lowkiq {' '.join(path)} is not in the README's shell reference"
+        assert shown, f"lowkiq {' '.join(path)} is not in the shell reference ({PAGE.name})"
         used = {word.split("=")[0] for words in shown for word in words if word.startswith("-")}
         offered = {s for action in sub._actions for s in action.option_strings if s.startswith("--")} - common
         missing = {option for option in offered if option not in used and not any(
             alias in used for action in sub._actions if option in action.option_strings
             for alias in action.option_strings)}
-        assert not missing, f"lowkiq {' '.join(path)}: {sorted(missing)} not shown in the README"
+        assert not missing, f"lowkiq {' '.join(path)}: {sorted(missing)} not shown in the shell reference ({PAGE.name})"

@@ -304,17 +304,17 @@ def served_names(text: str) -> set[str]:
     return {f.name + ("_total" if f.type == "counter" else "") for f in text_string_to_metric_families(text)}
 
 
-def readme_metric_names(section: str) -> set[str]:
-    from pathlib import Path
+def readme_metric_names(heading: str) -> set[str]:
+    """The metric names the documentation's section under ``heading`` uses (docs/observability.md)."""
+    from docs_support import DOCS, section
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    text = readme.split(f"### {section}", 1)[1].split("\n### ", 1)[0]
+    text = section(heading, DOCS / "observability.md")
     return set(re.findall(r"(?<![/\w])lowkiq_[a-z_]+", text))  # not a file name such as /etc/.../lowkiq_password
 
 
-def test_every_name_the_readme_and_its_alert_rules_use_is_served(seeded: dict[str, str], app: Flask) -> None:
+def test_every_name_the_docs_and_their_alert_rules_use_is_served(seeded: dict[str, str], app: Flask) -> None:
     app.config["LOWKIQ_WEB_METRICS_PER_SHARD"] = True
     served = served_names(app.test_client().get("/lowkiq/metrics").get_data(as_text=True))
     named = readme_metric_names("Prometheus: the console's `metrics` route")
     assert {"lowkiq_lag_seconds", "lowkiq_paused", "lowkiq_shards_owned"} <= named  # the alert rules' names
-    assert named <= served, f"the README names metrics the console does not serve: {sorted(named - served)}"
+    assert named <= served, f"the docs name metrics the console does not serve: {sorted(named - served)}"
