@@ -34,7 +34,10 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 	  else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
-demo: install
+# The demo needs lowkiq and its runtime dependencies only: no test or benchmark toolchain. A
+# virtualenv that already has lowkiq installed editable from here (by `make install`) is used as is.
+demo: | $(BIN)/python
+	@$(EDITABLE_HERE) 2>/dev/null || $(BIN)/pip install -q -e .
 	$(BIN)/lowkiq-demo
 
 # Lint and strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is

@@ -1,6 +1,6 @@
 """Redis clients: pooled connections to a URL, or an embedded Redis beside the app.
 
-Where the embedded Redis keeps its data (README "Embedded Redis"), the first of:
+Where the embedded Redis keeps its data (docs/redis.md, "Embedded Redis"), the first of:
 
 1. ``LOWKIQ_EMBEDDED_DIR``;
 2. ``.lowkiq/`` beside the file that defines the app's workers: every process

@@ -1,7 +1,7 @@
 """Every setting a user can give as text: its environment variable, its command-line flag, its help.
 
 One table serves ``lowkiq.configure`` (environment fallbacks), the ``lowkiq``
-command (flags and ``--help``) and the README's configuration table (a test
+command (flags and ``--help``) and the configuration table of docs/configuration.md (a test
 checks it), so none of them can drift from the others. Text is parsed
 strictly: ``"5 "``, ``"5.0"`` for an integer, or ``"nan"`` for a number are
 errors that name the variable, never a value read some other way.

@@ -233,7 +233,7 @@ SCHEMAS: Json = {
                 {"workers": {"type": "array", "items": TEXT, "minItems": 1},
                  "note": {**TEXT, "description": "Why, in words."}},
                 "Workers left out of by_worker and total: one read visits a bounded number of shards (see the "
-                "README, Operations) and these did not fit. Absent when every worker was measured."),
+                "docs/operations.md) and these did not fit. Absent when every worker was measured."),
         },
         optional=["broken", "not_measured"],
     ),

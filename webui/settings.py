@@ -66,7 +66,7 @@ class Setting:
     field: str  # of ConsoleSettings
     parse: Callable[[str], Any]
     default: Any
-    accepts: str  # for people: the README's table says the same
+    accepts: str  # for people: docs/console.md's settings table says the same
 
 
 MIB = 1024 * 1024

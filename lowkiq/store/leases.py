@@ -10,7 +10,7 @@ clock, so no two clocks have to agree.
 Each grant carries a fencing token, ``(cfg_epoch, fence)``, that exceeds every
 token given before for the shard, for the shards of the queue's earlier layouts,
 and (Redis's clock not stepping back) for any shard of a Redis that has since
-lost its keys: see acquire.lua and README, "Fencing your own writes".
+lost its keys: see acquire.lua and docs/server.md, "Fencing your own writes".
 """
 
 from __future__ import annotations
