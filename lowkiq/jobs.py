@@ -10,7 +10,9 @@ from typing import Any, NamedTuple
 
 from .serializers import DumpPayload, to_bytes
 
-ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in"})
+ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in", "group"})
+# A group names a tenant in Redis (the fairness indexes); the console shows it in pages and metric labels.
+MAX_GROUP_LENGTH = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class PreparedJob(NamedTuple):
     perform_in: float | None
     payload: bytes
     score: float | None
+    group: str | None = None  # docs/fairness.md; None: the default group
 
 
 # C0 controls and DEL: an id holding one cannot round-trip through an HTML form (NUL becomes
@@ -129,6 +132,26 @@ def _number(value: Any, field: str, index: int) -> float:
     return number
 
 
+def normalize_group(value: Any, index: int) -> str | None:
+    """A job's ``group``: None (the default group) or a non-empty printable string of at most 200 characters."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"job {index}: group must be a non-empty str or None, got {type(value).__name__} {value!r}")
+    if not value:
+        raise ValueError(f"job {index}: group must not be empty (use None, or no 'group', for no group)")
+    if len(value) > MAX_GROUP_LENGTH:
+        raise ValueError(f"job {index}: group {value[:40]!r}... is {len(value)} characters long; "
+                         f"at most {MAX_GROUP_LENGTH}")
+    if not value.isprintable():
+        raise ValueError(f"job {index}: group {value!r} must be printable text (no control characters)")
+    try:
+        value.encode()
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"job {index}: group {value!r} is not valid UTF-8 text: {exc.reason}") from None
+    return value
+
+
 def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payload: DumpPayload) -> list[PreparedJob]:
     """Validate and serialize a whole batch before anything is written.
 
@@ -145,7 +168,8 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payloa
             raise TypeError(f"job {index}: must be a dict with 'id', got {type(job).__name__}")
         if not ALLOWED_KEYS.issuperset(job):
             unknown = set(job) - ALLOWED_KEYS
-            raise ValueError(f"job {index}: unknown keys {sorted(map(str, unknown))}; allowed: id, payload, score, perform_in")
+            raise ValueError(f"job {index}: unknown keys {sorted(map(str, unknown))}; "
+                             f"allowed: id, payload, score, perform_in, group")
         if "id" not in job:
             raise ValueError(f"job {index}: missing 'id'")
         raw_id = job["id"]
@@ -178,5 +202,6 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payloa
                 job_id.encode()
             except UnicodeEncodeError as exc:
                 raise ValueError(f"job {index}: id {job_id!r} is not valid UTF-8 text: {exc.reason}") from None
-        prepared.append(PreparedJob(job_id, perform_in, payload, score))
+        group = normalize_group(job["group"], index) if "group" in job else None
+        prepared.append(PreparedJob(job_id, perform_in, payload, score, group))
     return prepared

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from . import fairness
 from .jobs import MorgueJob
 from .store.keys import QueueKeys, validate_queue_name
 from .store.registry import check_shards_count
@@ -38,6 +39,14 @@ class Worker:
     # dropped in the shard's counters), "reject" makes perform_async raise and write nothing of that slice.
     max_payloads_per_id: ClassVar[int] = 1000
     payload_overflow: ClassVar[str] = "drop_oldest"
+    # Fairness and flow control (docs/fairness.md): threads take from higher-priority workers' ready shards
+    # first; debounce (seconds) moves a not-yet-started id's perform_in on each merge, up to debounce_max
+    # (default 10 x debounce) after its oldest queued payload; group limits apply to jobs with a group.
+    priority: ClassVar[int] = 0
+    debounce: ClassVar[float | None] = None
+    debounce_max: ClassVar[float | None] = None
+    group_concurrency: ClassVar[int | None] = None
+    group_rate_limit: ClassVar[tuple[int, float] | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -54,6 +63,7 @@ class Worker:
         if cls.payload_overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
                              f"got {cls.payload_overflow!r}")
+        fairness.check(cls)
 
     def retry_in(self, retry_count: int) -> float:
         """Seconds until the next try: 15, 16, 31, 96, 271, ... plus jitter (25 retries ~ 20 days)."""

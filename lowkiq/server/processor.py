@@ -237,11 +237,14 @@ class Processor:
         return any(h.lease is lease for h in self.handlers)
 
     def probe(self) -> list[float | None]:
-        """Every served shard's earliest perform_in, one pipelined round trip of plain reads."""
+        """Every served shard's earliest perform_in, one pipelined round trip of plain reads. A shard that
+        holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
         pipe = self.client.pipeline(transaction=False)
         for h in self.handlers:
             pipe.zrange(h.lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
-        return [head[0][1] if head else None for head in pipe.execute()]
+            pipe.zrange(h.lease.keys.groups_zset, 0, 0, withscores=True)
+        replies = pipe.execute()
+        return [(groups or head)[0][1] if head else None for head, groups in zip(replies[::2], replies[1::2])]
 
     # -- shards coming and going -------------------------------------------
 

@@ -6,6 +6,11 @@ Each thread has its own scheduler over the shards it owns (indexes into
 by shutdown). After every take the thread reports what it found with
 ``taken()``, which is how a scheduler learns for free what Redis knows.
 
+Workers' ``priority`` (docs/fairness.md): among shards with ready work, both built-in schedulers take
+from the highest priority first; equal priorities follow the scheduler as before. In a shard that holds
+grouped jobs the head a take reports is the next group's place in its round robin, so a shard whose
+group waits longest goes first whatever the other shards' backlogs.
+
 Example, a custom scheduler that always prefers shard 0::
 
     class Greedy(lowkiq.server.schedulers.Seq):
@@ -46,6 +51,9 @@ class Scheduler:
     def __init__(self, context: SchedulerContext) -> None:
         self.context = context
         self.count = len(context.shards)
+        self.priorities = [getattr(shard.worker, "priority", 0) for shard in context.shards]
+        # None when every shard has the same priority: the schedulers' paths of old, at no cost
+        self.levels = sorted(set(self.priorities), reverse=True) if len(set(self.priorities)) > 1 else None
 
     def next_shard(self) -> int | None:
         raise NotImplementedError
@@ -108,7 +116,15 @@ class Lag(Scheduler):
         self.probed_at = -INF
 
     def _oldest(self) -> int:
-        return min(self._indexes, key=self.heads.__getitem__)
+        heads = self.heads
+        oldest = min(self._indexes, key=heads.__getitem__)
+        if self.levels is None:
+            return oldest
+        now = self.context.clock()
+        if heads[oldest] > now:
+            return oldest  # nothing ready: the soonest, whatever its priority
+        priorities = self.priorities
+        return min((i for i in self._indexes if heads[i] <= now), key=lambda i: (-priorities[i], heads[i]))
 
     def _probe(self, now: float) -> None:
         self.heads = [INF if head is None else head for head in self.context.probe()]
@@ -116,22 +132,50 @@ class Lag(Scheduler):
 
 
 class Seq(Scheduler):
-    """Round robin; idle ``poll_interval`` only after a full round found nothing."""
+    """Round robin; idle ``poll_interval`` only after a full round found nothing.
+
+    With priorities: round robin among the shards of the highest priority; a priority whose full round
+    found nothing is passed over for ``poll_interval``, and the thread idles once every one was.
+    """
 
     def __init__(self, context: SchedulerContext) -> None:
         super().__init__(context)
         self.position = -1
         self.empty_in_a_row = 0
+        levels = self.levels or []
+        self.members = [[i for i in range(self.count) if self.priorities[i] == level] for level in levels]
+        self.cursor = [-1] * len(levels)
+        self.empty = [0] * len(levels)
+        self.resting_until = [-INF] * len(levels)
+        self.level_of = {i: n for n, members in enumerate(self.members) for i in members}
 
     def next_shard(self) -> int | None:
+        if self.levels is not None:
+            return self._next_by_priority()
         if self.empty_in_a_row >= self.count:
             self.empty_in_a_row = 0
             return None
         self.position = (self.position + 1) % self.count
         return self.position
 
+    def _next_by_priority(self) -> int | None:
+        now = self.context.clock()
+        for n, members in enumerate(self.members):
+            if self.empty[n] >= len(members):
+                self.empty[n] = 0
+                self.resting_until[n] = now + self.context.poll_interval
+            if self.resting_until[n] > now:
+                continue
+            self.cursor[n] = (self.cursor[n] + 1) % len(members)
+            return members[self.cursor[n]]
+        self.resting_until = [-INF] * len(self.members)  # a round of every priority found nothing
+        return None
+
     def taken(self, index: int, found: int, next_perform_in: float | None) -> None:
         self.empty_in_a_row = 0 if found else self.empty_in_a_row + 1
+        if self.levels is not None:
+            n = self.level_of[index]
+            self.empty[n] = 0 if found else self.empty[n] + 1
 
 
 BUILT_IN: dict[str, Callable[[SchedulerContext], Scheduler]] = {"lag": Lag, "seq": Seq}

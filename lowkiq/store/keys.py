@@ -117,6 +117,41 @@ class ShardKeys:
         """id -> how many times the job's batch was restored after its owner died performing it."""
         return f"{self.tag}:crashes"
 
+    # -- fairness (docs/fairness.md): only shards that hold grouped ids have these keys --
+
+    @property
+    def group_of_hash(self) -> str:
+        """id -> its group, for grouped ids queued or in processing (the default group has no entry)."""
+        return f"{self.tag}:group_of"
+
+    @property
+    def grouped_ids_by_perform_in_zset(self) -> str:
+        """The grouped ids of ``ids_by_perform_in``, with the same scores: what the default group is not."""
+        return f"{self.tag}:grouped_ids_by_perform_in"
+
+    @property
+    def grouped_ids_lex_zset(self) -> str:
+        """Grouped ids, all scored 0, as "<group length (2 bytes)><group><sortable perform_in (8 bytes)><id>":
+        one group's ids oldest due first in one ZRANGEBYLEX."""
+        return f"{self.tag}:grouped_ids_lex"
+
+    @property
+    def groups_zset(self) -> str:
+        """group ("" = the default group) -> max(its oldest perform_in, its last turn): the take serves the
+        lowest due score, so a group just served goes behind every group waiting (round robin)."""
+        return f"{self.tag}:groups"
+
+    @property
+    def group_turns_hash(self) -> str:
+        """group -> when the take last served it (Redis seconds, strictly increasing per shard);
+        field "\0last": the shard's latest turn."""
+        return f"{self.tag}:group_turns"
+
+    @property
+    def first_enqueued_hash(self) -> str:
+        """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
+        return f"{self.tag}:first_enqueued"
+
     @property
     def wake_message(self) -> str:
         return f"{self.queue_name}:{self.shard}"
@@ -143,6 +178,12 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_LEASE", "lease_hash"),
     ("K_CRASHES", "crashes_hash"),
     ("K_RLEX", "retried_ids_lex_zset"),
+    ("K_GROUP_OF", "group_of_hash"),
+    ("K_GREADY", "grouped_ids_by_perform_in_zset"),
+    ("K_GLEX", "grouped_ids_lex_zset"),
+    ("K_GROUPS", "groups_zset"),
+    ("K_GTURNS", "group_turns_hash"),
+    ("K_FIRST", "first_enqueued_hash"),
 )
 
 

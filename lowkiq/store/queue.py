@@ -53,6 +53,12 @@ class Failed:
     missing: list[str]
 
 
+def debounce_max(worker: Any) -> float:
+    """The latest a debounced id may start, in seconds after its oldest queued payload: 10 x debounce by default."""
+    explicit = getattr(worker, "debounce_max", None)
+    return float(explicit) if explicit is not None else 10 * float(worker.debounce)
+
+
 class Queue:
     def __init__(
         self,
@@ -86,6 +92,8 @@ class Queue:
         """
         by_shard: dict[int, list[Any]] = defaultdict(list)
         positions: dict[int, list[int]] = defaultdict(list)
+        # Groups travel apart from the jobs, only for the jobs that carry one: Lowkiq's shape pays nothing.
+        grouped: dict[int, list[tuple[int, str]]] = defaultdict(list)
         shards_count = self.keys.shards_count
         pack = msgpack.Packer(use_bin_type=False).pack
         for position, job in enumerate(jobs):
@@ -96,9 +104,13 @@ class Queue:
                 (job.id, "" if job.perform_in is None else repr(job.perform_in),
                  pack((job.payload, 0.0 if job.score is None else job.score)), job.score is None)
             )
+            if job.group is not None:
+                grouped[shard].append((len(positions[shard]), job.group))
             positions[shard].append(position)
         limit = getattr(self.worker, "max_payloads_per_id", 0)
         overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
+        debounce = getattr(self.worker, "debounce", None)
+        debounce_args = ("", "") if debounce is None else (repr(float(debounce)), repr(debounce_max(self.worker)))
         calls: list[lua.Call] = []
         call_positions = []
         for shard, flat in sorted(by_shard.items()):
@@ -108,7 +120,12 @@ class Queue:
                 part = flat[i : i + step]
                 blob = msgpack.packb(part, use_bin_type=False)
                 keys = self._shards[shard]
-                calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message)))
+                first, stop = i // 4, (i + step) // 4
+                groups = [x for number, group in grouped.get(shard, ()) if first <= number < stop
+                          for x in (number - first + 1, group)]
+                calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message,
+                                            "", msgpack.packb(groups, use_bin_type=False) if groups else "",
+                                            *debounce_args)))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:

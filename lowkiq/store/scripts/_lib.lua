@@ -105,8 +105,78 @@ local function encode(list)
   return cmsgpack.pack(list)
 end
 
+-- Fairness (docs/fairness.md). A shard that holds grouped ids indexes them again: K_GREADY (the grouped
+-- part of K_READY, same scores), K_GLEX (each group's ids oldest due first), K_GROUPS (group -> max(its
+-- oldest perform_in, its last turn); "" is the default group) and K_GTURNS. A score in K_GROUPS may be
+-- low (a group's head left), never high: the take corrects a low one when it reaches it.
+local LAST_TURN = '\0last'
+
+-- A double as 8 bytes that sort bytewise as the numbers do.
+local function sortable(x)
+  if x == 0 then x = 0 end
+  local s = struct.pack('>d', x)
+  if x > 0 then return string.char(s:byte(1) + 128) .. s:sub(2) end
+  local out = {}
+  for i = 1, 8 do out[i] = string.char(255 - s:byte(i)) end
+  return table.concat(out)
+end
+
+local function group_prefix(group)
+  return struct.pack('>H', #group) .. group
+end
+
+-- ``group`` got a job due at ``perform_in``: its score drops to max(perform_in, its turn) if lower.
+local function group_due(group, perform_in)
+  local turn = redis.call('HGET', K_GTURNS, group)
+  if turn then perform_in = math.max(perform_in, tonumber(turn)) end
+  redis.call('ZADD', K_GROUPS, 'LT', num(perform_in), group)
+end
+
+-- Grouped ``id`` is queued at ``perform_in`` now (its former place, if any, is forgotten).
+local function group_put(id, group, perform_in)
+  local prefix = group_prefix(group)
+  local old = redis.call('ZSCORE', K_GREADY, id)
+  if old then redis.call('ZREM', K_GLEX, prefix .. sortable(tonumber(old)) .. id) end
+  redis.call('ZADD', K_GREADY, num(perform_in), id)
+  redis.call('ZADD', K_GLEX, 0, prefix .. sortable(perform_in) .. id)
+  group_due(group, perform_in)
+end
+
+-- Grouped ``id`` left the queue.
+local function group_drop(id, group)
+  local old = redis.call('ZSCORE', K_GREADY, id)
+  if not old then return end
+  redis.call('ZREM', K_GREADY, id)
+  redis.call('ZREM', K_GLEX, group_prefix(group) .. sortable(tonumber(old)) .. id)
+end
+
+-- ``id`` was (re)queued at ``perform_in``: keep the fairness indexes in step. Two reads in a shard
+-- that holds no grouped id.
+local function group_requeued(id, perform_in)
+  local group = redis.call('HGET', K_GROUP_OF, id)
+  if group then
+    -- a shard's first grouped id: whatever it holds already joins the rotation as the default group
+    -- (score 0 is low, as allowed: the take corrects it, or drops it when the group is empty)
+    if redis.call('EXISTS', K_GROUPS) == 0 then redis.call('ZADD', K_GROUPS, 0, '') end
+    group_put(id, group, perform_in)
+  elseif redis.call('EXISTS', K_GROUPS) == 1 then
+    group_due('', perform_in)
+  end
+end
+
 local function remove_from_queue(ids)
   if #ids == 0 then return end
+  if redis.call('EXISTS', K_GROUP_OF) == 1 then
+    for _, id in ipairs(ids) do
+      local group = redis.call('HGET', K_GROUP_OF, id)
+      if group then
+        group_drop(id, group)
+        -- a copy of the id in processing keeps its group for its way back
+        if redis.call('HEXISTS', K_PROCESSING, id) == 0 then redis.call('HDEL', K_GROUP_OF, id) end
+      end
+    end
+  end
+  call_chunked('HDEL', K_FIRST, ids, 1)
   call_chunked('ZREM', K_READY, ids, 1)
   call_chunked('ZREM', K_LEX, ids, 1)
   call_chunked('ZREM', K_RLEX, ids, 1)
@@ -143,6 +213,7 @@ local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedu
   redis.call('HSET', K_PAYLOADS, id, encode(payloads))
   if existing and keep_schedule then return end
   redis.call('ZADD', K_READY, num(perform_in), id)
+  group_requeued(id, perform_in)
   if existing or retry_count >= 0 then
     index_retry_count(id, retry_count)
   else
@@ -269,15 +340,22 @@ local function restore_processing()
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
--- they carried is over. ``crashes``: whether the shard holds crash counts (nil: look).
-local function acknowledge(first, crashes)
+-- they carried is over, and so is their group unless the id is queued again. ``crashes``,
+-- ``grouped``: whether the shard holds crash counts, groups (nil: look).
+local function acknowledge(first, crashes, grouped)
   if #ARGV < first then return end
   local n = 0
   if crashes == nil then crashes = redis.call('EXISTS', K_CRASHES) == 1 end
+  if grouped == nil then grouped = redis.call('EXISTS', K_GROUP_OF) == 1 end
   for i = first, #ARGV, CHUNK do
     local last = math.min(i + CHUNK - 1, #ARGV)
     n = n + redis.call('HDEL', K_PROCESSING, unpack(ARGV, i, last))
     if crashes then redis.call('HDEL', K_CRASHES, unpack(ARGV, i, last)) end
+  end
+  if grouped then
+    for i = first, #ARGV do
+      if redis.call('HEXISTS', K_PAYLOADS, ARGV[i]) == 0 then redis.call('HDEL', K_GROUP_OF, ARGV[i]) end
+    end
   end
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
 end

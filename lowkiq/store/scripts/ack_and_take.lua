@@ -5,24 +5,148 @@
 -- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...},
 -- and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
 -- the server performs that batch alone, so that a job that kills it takes no neighbour along).
+-- In a shard that holds grouped ids the due ids are taken round robin across groups (oldest due first
+-- inside a group), and "next perform_in" is the next group's place in the rotation (docs/fairness.md).
 local limit, grant, ttl = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local now, now_ms = clock_now(ARGV[1])
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
--- Retried ids, stored errors and crash counts are rare: one probe usually rules out all three.
-local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES) > 0
+-- Retried ids, stored errors, crash counts, groups and debounce records are rare: one probe usually
+-- rules them all out, and a shard without any takes Lowkiq's path unchanged.
+local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
-acknowledge(6, any_crashes)
+acknowledge(6, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1)
+
+-- Each take advances the shard's turn by at least this much, so the group just served sorts after
+-- every group already waiting.
+local STEP = 1e-6
+
+-- The default group's oldest id: the first of K_READY that is not in K_GREADY. K_GREADY is K_READY's
+-- grouped part in the same order, so K_READY[i] == K_GREADY[i] exactly when the first i + 1 ids of
+-- K_READY are all grouped: a galloping search, O(log^2 n) however many grouped ids come first.
+local function default_head()
+  local function differ(i)
+    local r = redis.call('ZRANGE', K_READY, i, i)[1]
+    if not r then return nil end
+    return r ~= redis.call('ZRANGE', K_GREADY, i, i)[1]
+  end
+  local found = differ(0)
+  if found == nil then return nil end
+  if found then return redis.call('ZRANGE', K_READY, 0, 0)[1] end
+  local lo, hi = 0, 1
+  while true do
+    found = differ(hi)
+    if found == nil then
+      -- past the end: the last id is the default group's unless every queued id is grouped
+      local n = redis.call('ZCARD', K_READY)
+      if n == redis.call('ZCARD', K_GREADY) then return nil end
+      hi = n - 1
+      break
+    end
+    if found then break end
+    lo, hi = hi, 2 * hi + 1
+  end
+  while hi - lo > 1 do
+    local mid = math.floor((lo + hi) / 2)
+    if differ(mid) then hi = mid else lo = mid end
+  end
+  return redis.call('ZRANGE', K_READY, hi, hi)[1]
+end
+
+-- A group's oldest queued id and its perform_in (as Redis wrote it), or nil when it has none.
+local function group_head(group)
+  local id
+  if group == '' then
+    id = default_head()
+  else
+    local prefix = group_prefix(group)
+    local first = redis.call('ZRANGEBYLEX', K_GLEX, '[' .. prefix, '(' .. prefix .. '\255\255', 'LIMIT', 0, 1)[1]
+    if first then id = string.sub(first, #prefix + 9) end
+  end
+  if not id then return nil end
+  return id, redis.call('ZSCORE', K_READY, id)
+end
+
+-- The group at rank ``rank`` of K_GROUPS with its true score, its head id and that id's perform_in,
+-- after correcting low scores on the way (each correction moves a group back, once); nil when none.
+local function group_at(rank, budget)
+  while budget > 0 do
+    budget = budget - 1
+    local top = redis.call('ZRANGE', K_GROUPS, rank, rank, 'WITHSCORES')
+    if #top == 0 then return nil end
+    local group, score = top[1], tonumber(top[2])
+    local id, perform_in = group_head(group)
+    if not id then
+      redis.call('ZREM', K_GROUPS, group)
+      redis.call('HDEL', K_GTURNS, group)
+    else
+      local at = tonumber(perform_in)
+      local turn = redis.call('HGET', K_GTURNS, group)
+      if turn then at = math.max(at, tonumber(turn)) end
+      if at <= score then return group, score, id, perform_in end
+      redis.call('ZADD', K_GROUPS, num(at), group)
+    end
+  end
+  return nil
+end
+
+-- Up to ``want`` due ids, one per turn: the group with the lowest score goes, then sorts last.
+-- Returns {id, perform_in, ...} as ZRANGEBYSCORE WITHSCORES would; the ids have left K_READY already.
+local function fair_take(want)
+  local ready = {}
+  local last = tonumber(redis.call('HGET', K_GTURNS, LAST_TURN) or 0)
+  local skip, budget = 0, 4 * want + 16
+  while #ready < 2 * want and budget > 0 do
+    budget = budget - 1
+    local group, _, id, perform_in = group_at(skip, 8)
+    if not group then break end
+    if tonumber(perform_in) > now then
+      skip = skip + 1  -- its turn came, its job did not: the next group may be due
+    else
+      ready[#ready + 1] = id
+      ready[#ready + 1] = perform_in
+      if group ~= '' then group_drop(id, group) end
+      redis.call('ZREM', K_READY, id)
+      last = math.max(now, last) + STEP
+      redis.call('HSET', K_GTURNS, group, num(last), LAST_TURN, num(last))
+      redis.call('ZADD', K_GROUPS, num(last), group)
+    end
+  end
+  return ready
+end
+
+-- Where the shard stands in its thread's scheduler: the next group's score, or now when it is due
+-- (the turn only orders groups; a shard whose next group waits longest goes first).
+local function fair_head()
+  local _, score, _, perform_in = group_at(0, 16)
+  if not score then return nil end
+  if tonumber(perform_in) <= now then score = math.min(score, now) end
+  return num(score)
+end
+
+local fair = false
+if rare and redis.call('EXISTS', K_GROUPS) == 1 then
+  if redis.call('EXISTS', K_GREADY) == 1 then
+    fair = true
+  else
+    redis.call('DEL', K_GROUPS, K_GTURNS)  -- no grouped id left: Lowkiq's order again
+  end
+end
 
 local out = { false }
 local head = nil
 if limit > 0 then
-  -- One id past the batch: when it is due too, its score is the queue's next head.
-  local ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
-  if #ready > 2 * limit then
-    head = ready[2 * limit + 2]
-    ready[2 * limit + 1], ready[2 * limit + 2] = nil, nil
+  local ready
+  if fair then
+    ready = fair_take(limit)
+  else
+    -- One id past the batch: when it is due too, its score is the queue's next head.
+    ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+    if #ready > 2 * limit then
+      head = ready[2 * limit + 2]
+      ready[2 * limit + 1], ready[2 * limit + 2] = nil, nil
+    end
   end
   if #ready > 0 then
     local any_retries = rare and redis.call('EXISTS', K_RETRIES) == 1
@@ -57,6 +181,8 @@ if limit > 0 then
       call_chunked('ZREM', K_RLEX, ids, 1)
     end
     if any_errors then call_chunked('HDEL', K_ERRORS, ids, 1) end
+    -- started: a debounced id's window is over
+    if rare and redis.call('EXISTS', K_FIRST) == 1 then call_chunked('HDEL', K_FIRST, ids, 1) end
     redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms)
     if suspect then out[#out + 1] = 1 end
   else
@@ -66,7 +192,9 @@ else
   redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl)
 end
 
-if head == nil then
+if fair then
+  head = fair_head()
+elseif head == nil then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
 end

@@ -19,4 +19,8 @@ for _, id in ipairs(later) do
   args[#args + 1] = id
 end
 call_chunked('ZADD', K_READY, args, 2)
+-- grouped ids move up in their group too
+if redis.call('EXISTS', K_GROUPS) == 1 then
+  for _, id in ipairs(later) do group_requeued(id, now) end
+end
 return #later

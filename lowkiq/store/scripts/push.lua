@@ -8,6 +8,9 @@
 --           and answers PAYLOAD_LIMIT
 -- ARGV[5], ARGV[6] = a Pub/Sub channel and message, published when this push makes the shard's
 --           earliest job earlier (an idle shard gets work): its server wakes instead of polling later
+-- ARGV[8] = msgpack flat array {job number in ARGV[1] (from 1), group, ...} of the jobs that carry a
+--           group, or '' (docs/fairness.md: an id's group is the one of the job that created it)
+-- ARGV[9], ARGV[10] = the worker's debounce and debounce_max in seconds, or '' (SPEC, "Debounce")
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns the number of distinct ids written.
@@ -18,10 +21,16 @@ local ulp = 2 ^ (exponent - 53)
 local next_default = tonumber(ARGV[2] or 0)
 local limit, overflow = tonumber(ARGV[3] or 0), ARGV[4]
 local dropped = 0
+local job_groups = {}
+if ARGV[8] and ARGV[8] ~= '' then
+  local flat = cmsgpack.unpack(ARGV[8])
+  for i = 1, #flat, 2 do job_groups[flat[i]] = flat[i + 1] end
+end
+local debounce, debounce_max = tonumber(ARGV[9] or ''), tonumber(ARGV[10] or '')
 -- One slot per distinct id (most calls hold each id once): its due time and first pair, and
 -- further pairs of the same id in `more`.
 local now_text = num(now)
-local index, ids, due, blobs, more = {}, {}, {}, {}, {}
+local index, ids, due, blobs, more, groups = {}, {}, {}, {}, {}, {}
 for i = 1, #jobs, 4 do
   local id, perform_in, blob = jobs[i], jobs[i + 1], jobs[i + 2]
   if jobs[i + 3] then
@@ -38,7 +47,9 @@ for i = 1, #jobs, 4 do
     index[id] = n
     ids[n] = id
     if perform_in == '' then due[n] = now_text else due[n] = perform_in end
+    if debounce and (tonumber(due[n]) or now) < now + debounce then due[n] = num(now + debounce) end
     blobs[n] = blob
+    groups[n] = job_groups[(i + 3) / 4]
   end
 end
 
@@ -143,6 +154,10 @@ local function appended(stored, entry, limit, overflow)
 end
 
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+-- Fairness indexes (docs/fairness.md): only in shards that hold grouped ids, or get their first now.
+local grouped_shard = redis.call('EXISTS', K_GROUP_OF) == 1
+local fair_shard = redis.call('EXISTS', K_GROUPS) == 1
+local moved = {}  -- ids whose queued perform_in debounce moved: id, perform_in, ...
 local earliest = nil
 local payload_args, ready_args, lex_args = {}, {}, {}
 for c = 1, #ids, CHUNK do
@@ -183,7 +198,26 @@ for c = 1, #ids, CHUNK do
     end
     payload_args[#payload_args + 1] = id
     payload_args[#payload_args + 1] = blob
+    if queued and debounce and not redis.call('ZSCORE', K_RETRIES, id) then
+      -- a merge into an id that never ran: run once the burst is over, at most debounce_max after its
+      -- oldest queued payload came
+      local was = tonumber(redis.call('ZSCORE', K_READY, id))
+      local first = tonumber(redis.call('HGET', K_FIRST, id) or now)
+      local at = math.max(was, math.min(now + debounce, first + (debounce_max or 10 * debounce)))
+      if at > was then
+        moved[#moved + 1] = id
+        moved[#moved + 1] = at
+      end
+    end
     if not queued then
+      if debounce then redis.call('HSET', K_FIRST, id, now_text) end
+      local group = groups[n]
+      if group then
+        redis.call('HSET', K_GROUP_OF, id, group)
+        grouped_shard = true
+      elseif grouped_shard then
+        redis.call('HDEL', K_GROUP_OF, id)  -- a group left behind by the id's copy in processing
+      end
       local at = due[n]
       local when = at == now_text and now or tonumber(at)
       if earliest == nil or when < earliest then earliest = when end
@@ -197,6 +231,14 @@ end
 call_chunked('HSET', K_PAYLOADS, payload_args, 2)
 call_chunked('ZADD', K_READY, ready_args, 2)
 call_chunked('ZADD', K_LEX, lex_args, 2)
+for i = 1, #moved, 2 do redis.call('ZADD', K_READY, num(moved[i + 1]), moved[i]) end
+if grouped_shard or fair_shard then
+  for i = 1, #ready_args, 2 do
+    local at = ready_args[i]
+    group_requeued(ready_args[i + 1], at == now_text and now or tonumber(at))
+  end
+  for i = 1, #moved, 2 do group_requeued(moved[i], moved[i + 1]) end
+end
 if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
 if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
