@@ -160,3 +160,23 @@ def test_debounce_leaves_a_retry_time_alone(clock, r):
     q.fail(lease, [("x", T + 1000)], b"boom", 5, now=T)
     Debounced.perform_async([{"id": "x", "payload": 2}])
     assert queued("x", Debounced).perform_in == T + 1000
+
+
+@pytest.mark.parametrize("attr, value, error", [
+    ("priority", "high", TypeError), ("priority", 1.5, TypeError), ("debounce", -1, ValueError),
+    ("debounce", "5", TypeError), ("debounce_max", 3, ValueError),
+])
+def test_a_bad_fairness_attribute_is_refused_naming_it(attr, value, error):
+    with pytest.raises(error, match=attr):
+        type("Bad", (lowkiq.Worker,), {attr: value})
+
+
+def test_debounce_max_below_debounce_is_refused():
+    with pytest.raises(ValueError, match="debounce_max"):
+        type("Bad", (lowkiq.Worker,), {"debounce": 5, "debounce_max": 2})
+
+
+@pytest.mark.parametrize("attr, value", [("group_concurrency", 2), ("group_rate_limit", (5, 2))])
+def test_group_limits_not_enforced_yet_are_refused_rather_than_ignored(attr, value):
+    with pytest.raises(NotImplementedError, match=attr):
+        type("Limited", (lowkiq.Worker,), {attr: value})
