@@ -18,11 +18,14 @@ from .errors import (
     NotDurable,
     NoWorkers,
     PartialEnqueue,
+    PartialFailure,
     PayloadDecodeError,
     PinningError,
     RedisOutOfMemory,
     RegistryFull,
+    TimeLimitExceeded,
     UnknownWorker,
+    WorkerCrashed,
 )
 from .job_context import context
 from .jobs import Job, MorgueJob
@@ -34,7 +37,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AppFileError", "BadInput", "ConfirmationRefused", "EmbeddedRedisError", "Job", "LayoutChangeRefused",
-    "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob", "NoWorkers", "NotConfigured", "NotDurable",
-    "PartialEnqueue", "PartialWrite", "PayloadDecodeError", "PinningError", "RedisOutOfMemory", "RegistryFull",
-    "TopologyError", "UnknownWorker", "Worker", "__version__", "configure", "context", "current",
+    "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob", "NoWorkers", "NotConfigured",
+    "NotDurable", "PartialEnqueue", "PartialFailure", "PartialWrite", "PayloadDecodeError", "PinningError",
+    "RedisOutOfMemory", "RegistryFull", "TimeLimitExceeded", "TopologyError", "UnknownWorker", "Worker",
+    "WorkerCrashed", "__version__", "configure", "context", "current",
 ]

@@ -199,3 +199,46 @@ class MetricsPortError(LowkiqError):
 
 class NoWorkers(LowkiqError, RuntimeError):
     """A server was started for an app that configures no workers."""
+
+
+class TimeLimitExceeded(LowkiqError):
+    """A perform ran past its worker's ``time_limit`` (seconds).
+
+    Raised inside the running perform (thread isolation: at the next bytecode of Python code;
+    a blocking C call is interrupted only when it returns), and stored as the batch's error
+    when a process-isolated perform had to be killed ``time_limit_grace`` seconds later.
+    The batch fails by the retry rules, like any exception.
+    """
+
+
+class WorkerCrashed(LowkiqError):
+    """The child process performing a process-isolated batch died (segfault, OOM kill,
+    ``os._exit``) before it answered. The batch fails by the retry rules and each of its
+    ids counts one crash toward the crash cap; the server and its other threads go on."""
+
+
+class PartialFailure(LowkiqError):
+    """Raised by ``perform``: only the ids named fail, each with its own error and retry
+    rules; every other id of the batch is acknowledged as processed. Ids that are not in
+    the batch are ignored (and logged)::
+
+        def perform(self, payloads_by_id):
+            failures = {}
+            for id, payloads in payloads_by_id.items():
+                try:
+                    apply(id, payloads)
+                except Exception as exc:
+                    failures[id] = exc
+            if failures:
+                raise lowkiq.PartialFailure(failures)
+    """
+
+    def __init__(self, failures: dict[str, BaseException]) -> None:
+        if not isinstance(failures, dict) or not failures:
+            raise TypeError("PartialFailure takes a non-empty dict {id: exception}")
+        for job_id, exc in failures.items():
+            if not isinstance(exc, BaseException):
+                raise TypeError(f"PartialFailure: the value for id {job_id!r} must be an exception, got {exc!r}")
+        self.failures = {str(job_id): exc for job_id, exc in failures.items()}
+        super().__init__(f"{len(self.failures)} ids failed: "
+                         + ", ".join(f"{job_id}: {type(exc).__name__}" for job_id, exc in list(self.failures.items())[:5]))

@@ -21,13 +21,26 @@ Example::
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .store.leases import Lease
+from typing import Protocol
 
 _local = threading.local()
+
+
+class LeaseView(Protocol):
+    """What a context reads of its lease: the process's own ``Lease``, or, inside a child process
+    (``isolation = "process"``), a snapshot of it sent with the batch."""
+
+    @property
+    def fencing_token(self) -> tuple[int, int]: ...
+
+    @property
+    def deadline(self) -> float: ...
+
+    def remaining(self) -> float: ...
+
+    def is_lost(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +49,14 @@ class Context:
 
     worker: str
     shard: int
-    lease: Lease
+    lease: LeaseView
 
     @property
     def fencing_token(self) -> tuple[int, int]:
         """(Redis Cluster's current epoch or 0, fence): compare as a tuple; a newer owner's token is higher.
 
         The fence is at least Redis's clock in microseconds at the grant and one more than any
-        token given before for the shard (README, "Fencing your own writes", says what is covered).
+        token given before for the shard (docs/server.md, "Fencing your own writes", says what is covered).
         """
         return self.lease.fencing_token
 
@@ -67,6 +80,12 @@ class Context:
         """
         return self.lease.is_lost()
 
+    def time_left(self) -> float | None:
+        """Seconds left before the worker's ``time_limit`` stops this perform (negative once past);
+        None when the worker has no time limit."""
+        deadline: float | None = getattr(_local, "deadline", None)
+        return None if deadline is None else deadline - time.monotonic()
+
 
 def context() -> Context:
     """The running perform's context. Outside a perform, a RuntimeError."""
@@ -76,9 +95,12 @@ def context() -> Context:
     return current
 
 
-def enter(current: Context) -> None:
+def enter(current: Context, deadline: float | None = None) -> None:
+    """``deadline``: the ``time.monotonic()`` value of the perform's time limit, if it has one."""
     _local.current = current
+    _local.deadline = deadline
 
 
 def leave() -> None:
     _local.current = None
+    _local.deadline = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from .store.keys import QueueKeys, validate_queue_name
 from .store.registry import check_shards_count
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
+ISOLATIONS = ("thread", "process")
+MORGUE_POLICIES = ("oldest_payload", "whole_id")
 
 
 class Worker:
@@ -39,6 +42,15 @@ class Worker:
     # dropped in the shard's counters), "reject" makes perform_async raise and write nothing of that slice.
     max_payloads_per_id: ClassVar[int] = 1000
     payload_overflow: ClassVar[str] = "drop_oldest"
+    # Keeping ordered work flowing (docs/keeping-work-flowing.md): a perform's time limit in seconds
+    # (None: none), where performs run ("process": supervised child processes, killed time_limit_grace
+    # seconds past the limit), when a child is recycled, and what goes to the morgue at retries exhausted.
+    time_limit: ClassVar[float | None] = None
+    isolation: ClassVar[str] = "thread"
+    time_limit_grace: ClassVar[float] = 5.0
+    max_batches_per_child: ClassVar[int | None] = None
+    max_memory_per_child: ClassVar[int | None] = None  # MiB of the child's peak resident memory
+    morgue_policy: ClassVar[str] = "oldest_payload"
     # Fairness and flow control (docs/fairness.md): threads take from higher-priority workers' ready shards
     # first; debounce (seconds) moves a not-yet-started id's perform_in on each merge, up to debounce_max
     # (default 10 x debounce) after its oldest queued payload; group limits apply to jobs with a group.
@@ -63,6 +75,7 @@ class Worker:
         if cls.payload_overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
                              f"got {cls.payload_overflow!r}")
+        _check_flow_attributes(cls)
         fairness.check(cls)
 
     def retry_in(self, retry_count: int) -> float:
@@ -90,6 +103,33 @@ class Worker:
     @classmethod
     def keys(cls) -> QueueKeys:
         return QueueKeys(cls.queue_name, cls.shards_count)
+
+
+def _check_flow_attributes(cls: type[Worker]) -> None:
+    """time_limit, isolation, time_limit_grace, max_*_per_child and morgue_policy, at class definition."""
+    name = cls.__name__
+    for attr, optional in (("time_limit", True), ("time_limit_grace", False)):
+        value = getattr(cls, attr)
+        if value is None and optional:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise TypeError(f"{name}.{attr} must be a number of seconds{' or None' if optional else ''}, got {value!r}")
+        if value <= 0 if optional else value < 0:
+            raise ValueError(f"{name}.{attr} must be {'positive' if optional else 'zero or more'}, got {value!r}")
+    for attr in ("max_batches_per_child", "max_memory_per_child"):
+        value = getattr(cls, attr)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}.{attr} must be a positive int or None, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name}.{attr} must be a positive int or None, got {value!r}")
+    for attr, allowed in (("isolation", ISOLATIONS), ("morgue_policy", MORGUE_POLICIES)):
+        value = getattr(cls, attr)
+        if not isinstance(value, str):
+            raise TypeError(f"{name}.{attr} must be one of {', '.join(allowed)}, got {value!r}")
+        if value not in allowed:
+            raise ValueError(f"{name}.{attr} must be one of {', '.join(allowed)}, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ..store.leases import Lease, LeaseRefused, refusal, ttl_ms, verify
 from ..store.queue import Queue
 from . import schedulers
 from .crash_isolation import CrashIsolation
+from .isolation import close_thread_children
 from .keeper import release_leases
 from .shard_handler import Ack, ShardHandler, StopProcess
 
@@ -137,6 +138,7 @@ class Processor:
         finally:
             self._let_go()
             self.isolation.release(self.name)
+            close_thread_children()  # this thread's child processes (isolation = "process") exit
             self.wire.close(disconnect=True)
             self.client.close()
             log.info("thread %d stopped", self.number)

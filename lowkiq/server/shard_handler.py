@@ -10,17 +10,19 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import job_context, log_format, serializers, stored_error
+from ..errors import PartialFailure, TimeLimitExceeded
 from ..events import SILENT, Bus
 from ..middleware import run_chain
 from ..store import lua
 from ..store.leases import Lease
 from ..store.queue import Queue, Taken
 from ..worker import Worker
+from . import isolation
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -73,6 +75,10 @@ class ShardHandler:
         self._middlewares = settings.server_middlewares
         self._context = job_context.Context(self.name, self.shard.index, lease)
         self.events = events
+        self._limit: float | None = type(worker).time_limit
+        self._in_child = type(worker).isolation == "process"
+        self._label = f"{self.name} shard {self.shard.index} ({thread or 'thread'})"
+        self.child_pid: int | None = None  # the child that performs (performed) this shard's batch
 
     def take(self, ack: Ack | None) -> Taken:
         """Acknowledge ``ack`` (of any shard of this thread) and take a batch here: one round trip."""
@@ -90,8 +96,10 @@ class ShardHandler:
     def perform(self, taken: Taken) -> Ack | None:
         """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.
 
-        A BaseException that is not an Exception fails the batch too (its
-        payloads stay in Redis) and is re-raised wrapped in StopProcess.
+        ``PartialFailure`` fails the ids it names and acknowledges the others, in one step. A
+        BaseException that is not an Exception fails the batch too (its payloads stay in Redis) and
+        is re-raised wrapped in StopProcess. A process-isolated worker's batch runs in this
+        thread's child process (``isolation.ChildSlot``).
         """
         if taken.error is not None:
             self.fail(taken, taken.error, None)  # perform never ran: no duration to report
@@ -99,30 +107,50 @@ class ShardHandler:
         jobs = taken.jobs
         batch = {job.id: [payload for payload, _ in job.payloads] for job in jobs}
         worker = self.worker
+        if self._in_child:
+            return self._perform_in_child(taken, batch)
+        limit = self._limit
         started = time.perf_counter()
-        job_context.enter(self._context)
+        job_context.enter(self._context, None if limit is None else time.monotonic() + limit)
+        armed = None if limit is None else isolation.WATCHDOG.arm(limit, self._label, self._ignored)
         try:
-            if self._middlewares:
-                run_chain(self._middlewares, worker, batch, lambda: worker.perform(batch))
-            else:
-                worker.perform(batch)
+            try:
+                if self._middlewares:
+                    run_chain(self._middlewares, worker, batch, lambda: worker.perform(batch))
+                else:
+                    worker.perform(batch)
+            finally:
+                if armed is not None:
+                    isolation.WATCHDOG.disarm(armed)
+        except PartialFailure as exc:
+            self._done(armed)
+            self.fail(taken, exc, time.perf_counter() - started,
+                      per_id={job_id: self._formatted(e) for job_id, e in exc.failures.items()})
+            return None
         except Exception as exc:
-            job_context.leave()
+            self._done(armed)
+            if isinstance(exc, TimeLimitExceeded) and armed is not None and armed.fired and not exc.args:
+                exc = TimeLimitExceeded(f"the perform ran past its time_limit of {limit} s").with_traceback(
+                    exc.__traceback__)
             self.fail(taken, exc, time.perf_counter() - started)
             return None
         except BaseException as exc:
-            job_context.leave()
+            self._done(armed)
             log.error("%s shard %d: perform raised %s for ids %s; failing the batch and stopping",
                       self.name, self.shard.index, type(exc).__name__, list(batch),
                       extra=self._fields(list(batch), error_class=type(exc).__name__))
-            try:
-                self.fail(taken, exc, time.perf_counter() - started)
-            except Exception:
-                # The batch stays in processing; whoever holds the lease next restores it.
-                log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index, list(batch),
-                              extra=self._fields(list(batch)))
-            raise StopProcess(exc) from exc
+            self._fail_and_stop(taken, exc, time.perf_counter() - started)
+        self._done(armed)
+        return self._performed(batch, started)
+
+    def _done(self, armed: isolation.Armed | None) -> None:
+        # Again after the perform's own disarm: the limit may have fired between the perform's return
+        # and that disarm, and the exception it raised there skipped it.
+        if armed is not None:
+            isolation.WATCHDOG.disarm(armed)
         job_context.leave()
+
+    def _performed(self, batch: dict[str, list[Any]], started: float) -> Ack:
         if self.events.active:
             self.events.emit("performed", worker=self.name, shard=self.shard.index, ids=list(batch),
                              seconds=time.perf_counter() - started)
@@ -132,31 +160,101 @@ class ShardHandler:
                       _short(list(batch)), seconds * 1000, extra=self._fields(list(batch), seconds=round(seconds, 6)))
         return Ack(self, list(batch))
 
-    def fail(self, taken: Taken, exc: BaseException, seconds: float | None) -> list[MorgueJob]:
+    def _fail_and_stop(self, taken: Taken, exc: BaseException, seconds: float,
+                       formatted: tuple[str, str | None] | None = None) -> NoReturn:
+        try:
+            self.fail(taken, exc, seconds, formatted=formatted)
+        except Exception:
+            # The batch stays in processing; whoever holds the lease next restores it.
+            log.exception("%s shard %d: could not fail ids %s", self.name, self.shard.index,
+                          [job.id for job in taken.jobs], extra=self._fields([job.id for job in taken.jobs]))
+        raise StopProcess(exc) from exc
+
+    def _perform_in_child(self, taken: Taken, batch: dict[str, list[Any]]) -> Ack | None:
+        """The batch runs in this thread's child process; when the child was killed or died, it is
+        reaped before the failure is written (``ChildSlot.perform`` returns only then)."""
+        slot = isolation.slot_for(type(self.worker))
+        lease = self.lease
+        context = {"worker": self.name, "shard": self.shard.index, "fencing_token": lease.fencing_token,
+                   "lease_deadline": lease.deadline}
+        started = time.perf_counter()
+        self.child_pid = slot.child.pid if slot.child is not None else None
+        outcome = slot.perform(batch, context)
+        self.child_pid = slot.last_pid
+        seconds = time.perf_counter() - started
+        if outcome.kind == "ok":
+            return self._performed(batch, started)
+        if outcome.kind == "partial":
+            self.fail(taken, outcome.exception(), seconds, per_id=outcome.failures)
+            return None
+        exc = outcome.exception()
+        formatted = (outcome.message, outcome.traceback)
+        if outcome.kind == "stop":
+            log.error("%s shard %d: perform raised %s in its child process for ids %s; failing the batch and "
+                      "stopping", self.name, self.shard.index, outcome.error_class, list(batch))
+            self._fail_and_stop(taken, exc, seconds, formatted)
+        if outcome.kind in ("timeout", "crashed"):
+            formatted = (f"{type(exc).__name__}: {outcome.message}", None)
+        self.fail(taken, exc, seconds, formatted=formatted, crashed=outcome.kind == "crashed")
+        return None
+
+    def _ignored(self, armed: isolation.Armed) -> None:
+        """The watchdog's thread: a perform goes on past TimeLimitExceeded (it caught it)."""
+        if self.events.active:
+            self.events.emit("time_limit_ignored", worker=self.name, shard=self.shard.index, thread=self.thread)
+
+    def _formatted(self, exc: BaseException) -> tuple[str, str | None]:
+        return self._format_error(exc), stored_error.format_traceback(exc, self.settings.traceback_limit)
+
+    def fail(self, taken: Taken, exc: BaseException, seconds: float | None, *,
+             formatted: tuple[str, str | None] | None = None,
+             per_id: Mapping[str, tuple[str, str | None]] | None = None,
+             crashed: bool = False) -> list[MorgueJob]:
         """SPEC's retry rules for every job of the batch; returns the jobs that entered the morgue.
 
         ``seconds``: how long perform ran, None when it did not run (a payload could not be loaded).
+        ``formatted``: the error and traceback as a child process wrote them. ``per_id``: a
+        PartialFailure's {id: (error, traceback)}: only those ids fail, the others are acknowledged
+        in the same step. ``crashed``: the child performing the batch died; each id counts a crash.
         """
         worker = self.worker
         now = self.clock()
-        message = self._format_error(exc)
-        retries = [(job.id, now + self._retry_in(job.retry_count + 1)) for job in taken.jobs]
-        ids = [job.id for job in taken.jobs]
+        batch_ids = [job.id for job in taken.jobs]
+        acked: list[str] = []
+        own: dict[str, bytes] = {}
+        if per_id is not None:
+            unknown = [job_id for job_id in per_id if job_id not in set(batch_ids)]
+            if unknown:
+                log.warning("%s shard %d: PartialFailure names ids that are not in the batch: %s (ignored)",
+                            self.name, self.shard.index, _short(unknown), extra=self._fields(unknown))
+            acked = [job_id for job_id in batch_ids if job_id not in per_id]
+            jobs = [job for job in taken.jobs if job.id in per_id]
+            for job_id, (text, traceback) in per_id.items():
+                own[job_id] = stored_error.pack(self._dump_error(text), traceback or "")
+            message = "; ".join(f"{job_id}: {per_id[job_id][0]}" for job_id in [job.id for job in jobs][:5])
+        else:
+            jobs = taken.jobs
+            message, traceback = formatted if formatted is not None else self._formatted(exc)
+        retries = [(job.id, now + self._retry_in(job.retry_count + 1)) for job in jobs]
+        ids = [job.id for job in jobs]
         # One line per failure: a failing queue must not flood the log. The traceback is stored with
         # the jobs (the job page shows it) and logged at debug level.
         log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
                   extra=self._fields(ids, error_class=type(exc).__name__, error=message))
-        if log.isEnabledFor(logging.DEBUG):
+        if log.isEnabledFor(logging.DEBUG) and formatted is None and per_id is None:
             log.debug("%s shard %d: traceback of the failure of ids %s", self.name, self.shard.index, _short(ids),
                       exc_info=(type(exc), exc, exc.__traceback__), extra=self._fields(ids))
-        stored = stored_error.pack(self._dump_error(message),
-                                   stored_error.format_traceback(exc, self.settings.traceback_limit))
-        failed = self.queue.fail(self.lease, retries, stored, type(worker).max_retry_count, now=now)
+        stored = b"" if per_id is not None else stored_error.pack(self._dump_error(message), traceback or "")
+        failed = self.queue.fail(self.lease, retries, stored, type(worker).max_retry_count, now=now, errors=own,
+                                 acked=acked, morgue_policy=type(worker).morgue_policy,
+                                 crash_limit=self.settings.crash_limit if crashed else 0)
         if failed.missing:
             log.error("%s shard %d: ids %s failed but were no longer in processing; nothing was written for them",
                       self.name, self.shard.index, _short(failed.missing), extra=self._fields(failed.missing))
         morgued = failed.morgued
         if self.events.active:
+            if acked:
+                self.events.emit("performed", worker=self.name, shard=self.shard.index, ids=acked, seconds=seconds)
             self.events.emit("failed", worker=self.name, shard=self.shard.index, ids=ids, seconds=seconds,
                              error=message, exception=exc)
             if morgued:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zlib import crc32
@@ -109,6 +109,7 @@ class Queue:
             positions[shard].append(position)
         limit = getattr(self.worker, "max_payloads_per_id", 0)
         overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
+        hold = "1" if getattr(self.worker, "morgue_policy", "") == "whole_id" else ""
         debounce = getattr(self.worker, "debounce", None)
         debounce_args = ("", "") if debounce is None else (repr(float(debounce)), repr(debounce_max(self.worker)))
         calls: list[lua.Call] = []
@@ -124,7 +125,7 @@ class Queue:
                 groups = [x for number, group in grouped.get(shard, ()) if first <= number < stop
                           for x in (number - first + 1, group)]
                 calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message,
-                                            "", msgpack.packb(groups, use_bin_type=False) if groups else "",
+                                            hold, msgpack.packb(groups, use_bin_type=False) if groups else "",
                                             *debounce_args)))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
@@ -282,30 +283,44 @@ class Queue:
         error: bytes,
         max_retry_count: int,
         now: float | None = None,
+        *,
+        errors: Mapping[str, bytes] | None = None,
+        acked: Sequence[str] = (),
+        morgue_policy: str = "oldest_payload",
+        crash_limit: int = 0,
     ) -> Failed:
-        """A batch failed. ``retries`` is (id, perform_in of its next try) for every job of it;
-        ``error`` is what is stored with each (``stored_error.pack``: the error and its traceback).
+        """A batch failed. ``retries`` is (id, perform_in of its next try) for every failed job of it;
+        ``error`` is what is stored with each (``stored_error.pack``: the error and its traceback),
+        unless ``errors`` gives an id its own. ``acked``: ids of the batch that succeeded
+        (``PartialFailure``), acknowledged in the same step. ``morgue_policy``: the worker's.
+        ``crash_limit`` > 0: the performing child died, each failed id counts one crash.
 
-        Returns the jobs whose oldest payload just entered the morgue, and the
-        ids that were not in processing (nothing is ever dropped silently).
+        Returns the jobs that just entered the morgue (their oldest payload, or the whole job),
+        and the ids that were not in processing (nothing is ever dropped silently).
         """
         stamp = lua.now_arg(self.clock) if now is None else now
         # "": the script counts each next try from the Redis server's clock, so it is sent as a delay.
         relative = stamp == ""
         now = self.clock() if relative else float(stamp)
-        args: list[Any] = [stamp, max_retry_count, error, lease.grant]
+        own = errors or {}
+        args: list[Any] = [stamp, max_retry_count, error, lease.grant, morgue_policy, crash_limit, len(acked), *acked]
         for job_id, perform_in in retries:
-            args += (job_id, perform_in - now if relative else perform_in)
+            args += (job_id, perform_in - now if relative else perform_in, own.get(job_id, b""))
         try:
             reply = lua.run(self.client, "fail", lease.keys, args)
         except redis.ResponseError as exc:
             raise (refusal(exc) or exc) from None
         morgued = []
-        text, traceback = stored_error.load(error, self.load_error) if len(reply) > 1 else (None, None)
+        loaded: dict[bytes, tuple[str | None, str | None]] = {}
         for i in range(1, len(reply), 2):
+            job_id = reply[i].decode()
+            stored = own.get(job_id, error)
+            if stored not in loaded:
+                loaded[stored] = stored_error.load(stored, self.load_error)
+            text, traceback = loaded[stored]
             morgued.append(
                 MorgueJob(
-                    id=reply[i].decode(),
+                    id=job_id,
                     payloads=codec.payloads(reply[i + 1], self.load_payload),
                     updated_at=now,
                     error=text,

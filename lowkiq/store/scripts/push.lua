@@ -153,6 +153,30 @@ local function appended(stored, entry, limit, overflow)
   return appendable(count, all, last), dropped
 end
 
+-- ARGV[7] = '1' for a worker whose morgue_policy is 'whole_id': an id in the morgue is held there, and
+-- its new payloads join its morgue job (in score order) instead of the queue. One HEXISTS per id.
+local held = 0
+if ARGV[7] == '1' then
+  local kept_ids, kept_due, kept_blobs, kept_more, kept_groups = {}, {}, {}, {}, {}
+  for n, id in ipairs(ids) do
+    if redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then
+      local incoming = {}
+      for _, b in ipairs({ blobs[n], unpack(more[n] or {}) }) do
+        local pair = decode(b)
+        incoming[#incoming + 1] = pair[1]
+        incoming[#incoming + 1] = pair[2]
+      end
+      morgue_put(id, incoming, now, false)
+      held = held + 1
+    else
+      local k = #kept_ids + 1
+      kept_ids[k], kept_due[k], kept_blobs[k], kept_more[k] = id, due[n], blobs[n], more[n]
+      kept_groups[k] = groups[n]
+    end
+  end
+  ids, due, blobs, more, groups = kept_ids, kept_due, kept_blobs, kept_more, kept_groups
+end
+
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
 -- Fairness indexes (docs/fairness.md): only in shards that hold grouped ids, or get their first now.
 local grouped_shard = redis.call('EXISTS', K_GROUP_OF) == 1
@@ -243,4 +267,4 @@ if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
 if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end
-return #ids
+return #ids + held

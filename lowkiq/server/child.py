@@ -1,0 +1,162 @@
+"""A child process performing one process-isolated worker's batches (``Worker.isolation = "process"``).
+
+Started by its server thread's ``ChildSlot`` as ``python -m lowkiq.server.child APP WORKER PARENT_PID
+REQUESTS_FD REPLIES_FD``: it loads the app file (so the app's middlewares, serializers and
+``format_error`` are the ones its server uses), answers ``("ready",)``, then performs each batch it
+is sent, through the server middlewares, with ``lowkiq.context()`` set and the worker's soft time
+limit armed, and answers with the outcome and its resident memory. It exits at EOF on its requests
+(the server stops or recycles it) and never outlives its server: the kernel kills it when the
+server dies (``PR_SET_PDEATHSIG``), and a watcher thread exits when the parent pid changes (other
+systems, or a parent that died before the first).
+
+Stop signals are ignored: a terminal's Ctrl-C or a SIGTERM to the process group is for the server,
+which lets the child finish its batch, then closes its requests.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from functools import partial
+from typing import Any
+
+from .. import app_file, job_context, stored_error
+from ..errors import PartialFailure
+from ..middleware import run_chain
+from .isolation import HEADER, WATCHDOG, _read
+
+PR_SET_PDEATHSIG = 1
+
+
+class LeaseSnapshot:
+    """The lease as the server knew it when it sent the batch (a child cannot renew it or ask Redis):
+    past its deadline ``is_lost`` answers True, the safe answer for a write that cannot be fenced."""
+
+    def __init__(self, fencing_token: tuple[int, int], deadline: float) -> None:
+        self._token = fencing_token
+        self._deadline = deadline
+
+    @property
+    def fencing_token(self) -> tuple[int, int]:
+        return self._token
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline  # time.monotonic() is one clock for every process of a host
+
+    def remaining(self) -> float:
+        return self._deadline - time.monotonic()
+
+    def is_lost(self) -> bool:
+        return self.remaining() < 0
+
+
+def _die_with_parent(parent: int) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="lowkiq-parent-watch", daemon=True).start()
+
+
+def _rss_mib() -> float:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv: list[str]) -> int:
+    app, worker_name, parent, requests, replies = argv[0], argv[1], int(argv[2]), int(argv[3]), int(argv[4])
+    _die_with_parent(parent)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format=f"%(asctime)s child {os.getpid()} %(levelname)s %(message)s")
+
+    def send(message: Any) -> None:
+        body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        data = memoryview(HEADER.pack(len(body)) + body)
+        while data:
+            data = data[os.write(replies, data):]
+
+    try:
+        runtime = app_file.load(app)
+        worker_class = next(w for w in runtime.settings.workers if w.__name__ == worker_name)
+        worker = worker_class()
+    except StopIteration:
+        send(("broken", f"{app} configures no worker named {worker_name}"))
+        return 1
+    except Exception as exc:
+        send(("broken", f"{type(exc).__name__}: {exc}"))
+        return 1
+    settings = runtime.settings
+    middlewares = settings.server_middlewares
+    limit = worker_class.time_limit
+    send(("ready",))
+
+    def formatted(exc: BaseException) -> tuple[str, str | None]:
+        try:
+            message = str(settings.format_error(exc))
+        except Exception:
+            message = f"{type(exc).__name__}: {exc}"
+        return message, stored_error.format_traceback(exc, settings.traceback_limit)
+
+    while True:
+        try:
+            size = HEADER.unpack(_read(requests, HEADER.size))[0]
+            _, batch, ctx = pickle.loads(_read(requests, size))
+        except EOFError:
+            return 0
+        deadline = None if limit is None else time.monotonic() + limit
+        context = job_context.Context(ctx["worker"], ctx["shard"],
+                                      LeaseSnapshot(tuple(ctx["fencing_token"]), ctx["lease_deadline"]))
+        job_context.enter(context, deadline)
+        armed = None if limit is None else WATCHDOG.arm(limit, f"{worker_name} shard {ctx['shard']} (child)")
+        reply: tuple[Any, ...]
+        try:
+            try:
+                if middlewares:
+                    run_chain(middlewares, worker, batch, partial(worker.perform, batch))
+                else:
+                    worker.perform(batch)
+            finally:
+                if armed is not None:
+                    WATCHDOG.disarm(armed)
+            reply = ("ok",)
+        except PartialFailure as exc:
+            reply = ("partial", {job_id: formatted(e) for job_id, e in exc.failures.items()})
+        except Exception as exc:
+            reply = ("error", *formatted(exc), type(exc).__name__)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: the server fails the batch and stops
+            send(("stop", *formatted(exc), type(exc).__name__, _rss_mib()))
+            return 1
+        finally:
+            if armed is not None:
+                WATCHDOG.disarm(armed)  # again: the limit may have fired between perform's return and its disarm
+            job_context.leave()
+        send((*reply, _rss_mib()))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,373 @@
+"""Time limits and process isolation of performs (``Worker.time_limit``, ``Worker.isolation``).
+
+Thread isolation: one watchdog thread per server process raises ``TimeLimitExceeded`` in the
+performing thread at its limit (``PyThreadState_SetAsyncExc``: Python code is interrupted at its
+next bytecode; a blocking C call, e.g. ``time.sleep`` or a socket read, only when it returns). A
+perform that catches and ignores it keeps running and keeps its shard: nothing can stop a thread
+from outside, and letting another perform of the same id start would be an overlap. It is flagged
+instead (log, metrics event ``time_limit_ignored``).
+
+Process isolation: each server thread that performs a process-isolated worker owns one child
+process per such worker (``ChildSlot``), spawned once (a fresh interpreter running
+``lowkiq.server.child``: never a fork of this process, whose threads hold locks and Redis
+connections) and reused for batch after batch; batches and outcomes cross two pipes as pickles.
+At ``time_limit + time_limit_grace`` the child is killed with SIGKILL and reaped (``waitpid``
+returned: no thread of it runs any more) before the caller records the failure in Redis, so the
+same id can never run twice at once. A child is replaced lazily, at its slot's next batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import heapq
+import itertools
+import logging
+import os
+import pickle
+import selectors
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TimeLimitExceeded, WorkerCrashed
+
+log = logging.getLogger("lowkiq.server")
+
+_SET_ASYNC_EXC = ctypes.pythonapi.PyThreadState_SetAsyncExc
+HEADER = struct.Struct(">I")
+IGNORED_AFTER = 1.0  # seconds after TimeLimitExceeded was raised at which a perform still running is flagged
+
+
+# -- thread isolation: the watchdog ----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Armed:
+    """One perform's time limit, armed on its thread."""
+
+    ident: int
+    deadline: float
+    label: str
+    on_ignored: Callable[[Armed], None] | None = None
+    active: bool = True
+    fired: bool = False
+    ignored: bool = False  # still running IGNORED_AFTER seconds after TimeLimitExceeded
+
+
+class Watchdog:
+    """Raises TimeLimitExceeded in threads whose perform passed its deadline."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._heap: list[tuple[float, int, Armed]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, label: str, on_ignored: Callable[[Armed], None] | None = None) -> Armed:
+        """Arm a limit for the calling thread's perform, ``seconds`` from now."""
+        armed = Armed(threading.get_ident(), time.monotonic() + seconds, label, on_ignored)
+        with self._changed:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lowkiq-time-limits", daemon=True)
+                self._thread.start()
+            heapq.heappush(self._heap, (armed.deadline, next(self._order), armed))
+            self._changed.notify()
+        return armed
+
+    def disarm(self, armed: Armed) -> None:
+        """The perform returned (or raised): no exception may reach the thread any more. Idempotent.
+
+        Under the watchdog's lock, so the watchdog either fired before (then a pending exception not
+        yet raised is cancelled here: it must not land in lowkiq's own code) or never fires.
+        """
+        with self._changed:
+            if armed.active:
+                armed.active = False
+                if armed.fired:
+                    _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), None)  # NULL: clear what is pending
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._changed.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                _, _, armed = heapq.heappop(self._heap)
+                if not armed.active:
+                    continue
+                if not armed.fired:
+                    armed.fired = True
+                    _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), ctypes.py_object(TimeLimitExceeded))
+                    log.warning("%s: perform ran past its time_limit: TimeLimitExceeded raised in it", armed.label)
+                    heapq.heappush(self._heap, (time.monotonic() + IGNORED_AFTER, next(self._order), armed))
+                    continue
+                armed.ignored = True
+                on_ignored = armed.on_ignored
+            log.error("%s: perform still running %.0f s after TimeLimitExceeded was raised in it (it catches it, "
+                      "or waits in C code); its shard waits for it. Only isolation = \"process\" can stop it",
+                      armed.label, IGNORED_AFTER)
+            if on_ignored is not None:
+                on_ignored(armed)
+
+
+WATCHDOG = Watchdog()
+
+
+# -- process isolation: children --------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What a child said of a batch, or what became of the child.
+
+    ``kind``: "ok"; "error" (perform raised an Exception: ``message``, ``traceback``); "partial"
+    (PartialFailure: ``failures`` {id: (message, traceback)}); "stop" (a BaseException such as
+    SystemExit: the batch fails and the server stops); "timeout" (killed past time_limit + grace);
+    "crashed" (the child died: ``message`` says how).
+    """
+
+    kind: str
+    message: str = ""
+    traceback: str | None = None
+    failures: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    error_class: str = ""
+
+    def exception(self) -> BaseException:
+        """An exception standing for this outcome, for events and the log."""
+        if self.kind == "timeout":
+            return TimeLimitExceeded(self.message)
+        if self.kind == "crashed":
+            return WorkerCrashed(self.message)
+        return ChildError(self.error_class, self.message)
+
+
+class ChildError(Exception):
+    """An exception raised by a perform in a child process, as the parent knows it: its class name and
+    its error as ``format_error`` wrote it in the child."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+
+
+def app_path(worker: type[Any]) -> str:
+    """The app file a child loads to find the worker and the app's settings (middlewares, serializers):
+    the one the server was started with (``lowkiq -r app.py``), else the file defining the worker."""
+    argv = sys.argv
+    for i, arg in enumerate(argv):
+        if arg in ("-r", "--require") and i + 1 < len(argv):
+            return os.path.abspath(argv[i + 1])
+        if arg.startswith("--require="):
+            return os.path.abspath(arg.split("=", 1)[1])
+    module = sys.modules.get(worker.__module__)
+    file: str | None = getattr(module, "__file__", None)
+    if not file:
+        raise WorkerCrashed(f"cannot find the file defining {worker.__name__} to load in a child process")
+    return os.path.abspath(file)
+
+
+class Child:
+    """One live child process and its two pipes."""
+
+    def __init__(self, worker: type[Any], app: str) -> None:
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        argv = [sys.executable, "-m", "lowkiq.server.child", app, worker.__name__, str(os.getpid()),
+                str(to_child_r), str(from_child_w)]
+        try:
+            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=(to_child_r, from_child_w),
+                                            close_fds=True)
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+        self.pid = self.process.pid
+        self.batches = 0
+
+    def send(self, message: Any) -> None:
+        body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        os.write(self.to_child, HEADER.pack(len(body)))
+        view = memoryview(body)
+        while view:
+            view = view[os.write(self.to_child, view):]
+
+    def receive(self, timeout: float | None) -> Any:
+        """The child's next message; TimeoutError when none came in time; EOFError when the child closed
+        its end (it died)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.from_child, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                raise TimeoutError
+        size = HEADER.unpack(_read(self.from_child, HEADER.size))[0]
+        return pickle.loads(_read(self.from_child, size))
+
+    def kill(self) -> int:
+        """SIGKILL, then reap: when this returns, the process and every thread of it are gone."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGKILL)
+        code = self.process.wait()
+        self._close_pipes()
+        return code
+
+    def stop(self, timeout: float) -> None:
+        """Ask the child to exit after its current batch; killed if it does not within ``timeout``."""
+        with contextlib.suppress(OSError):
+            os.close(self.to_child)  # EOF on its requests: it exits
+            self.to_child = -1
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for fd in (self.to_child, self.from_child):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.to_child = self.from_child = -1
+
+
+def _read(fd: int, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+class ChildSlot:
+    """The child process one server thread performs one process-isolated worker's batches in."""
+
+    def __init__(self, worker: type[Any], *, spawn_timeout: float = 60.0) -> None:
+        self.worker = worker
+        self.name = worker.__name__
+        self.spawn_timeout = spawn_timeout
+        self.child: Child | None = None
+        self.last_pid: int | None = None  # the pid that performed (or was killed on) the last batch
+
+    def perform(self, batch: Mapping[str, list[Any]], context: dict[str, Any]) -> Outcome:
+        """Run one batch in the child (started first if need be) and wait for its outcome."""
+        w = self.worker
+        child = self._ready()
+        if isinstance(child, Outcome):
+            return child
+        self.last_pid = child.pid
+        limit: float | None = w.time_limit
+        try:
+            child.send(("perform", dict(batch), context))
+            reply = child.receive(None if limit is None else limit + w.time_limit_grace)
+        except TimeoutError:
+            code = child.kill()
+            self.child = None
+            log.error("%s: child %d killed (%s) %.1f s past its time_limit of %s s; a new child takes the next "
+                      "batch", self.name, child.pid, _how(code), w.time_limit_grace, limit)
+            return Outcome("timeout", f"the perform ran past its time_limit of {limit} s and its "
+                                      f"time_limit_grace of {w.time_limit_grace} s: its child process was killed")
+        except (EOFError, OSError):
+            code = child.kill()  # dead already: reap it
+            self.child = None
+            return Outcome("crashed", f"the child process performing the batch died ({_how(code)})")
+        child.batches += 1
+        kind, rss_mib = reply[0], reply[-1]
+        if kind == "partial":
+            outcome = Outcome(kind, failures=reply[1])
+        elif kind == "ok":
+            outcome = Outcome(kind)
+        else:  # "error", "stop": message, traceback, class name
+            outcome = Outcome(kind, reply[1], reply[2], error_class=reply[3])
+        self._recycle(child, rss_mib)
+        return outcome
+
+    def _ready(self) -> Child | Outcome:
+        if self.child is not None:
+            return self.child
+        try:
+            child = Child(self.worker, app_path(self.worker))
+        except (OSError, WorkerCrashed) as exc:
+            return Outcome("crashed", f"could not start a child process: {exc}")
+        try:
+            hello = child.receive(self.spawn_timeout)
+        except (TimeoutError, EOFError, OSError):
+            code = child.kill()
+            return Outcome("crashed", f"the child process did not start ({_how(code)})")
+        if hello[0] != "ready":
+            child.kill()
+            return Outcome("crashed", f"the child process could not load the app: {hello[1]}")
+        log.info("%s: child process %d started", self.name, child.pid)
+        self.child = child
+        return child
+
+    def _recycle(self, child: Child, rss_mib: float) -> None:
+        w = self.worker
+        reason = None
+        if w.max_batches_per_child is not None and child.batches >= w.max_batches_per_child:
+            reason = f"{child.batches} batches (max_batches_per_child)"
+        elif w.max_memory_per_child is not None and rss_mib > w.max_memory_per_child:
+            reason = f"{rss_mib:.0f} MiB resident (max_memory_per_child {w.max_memory_per_child})"
+        if reason is not None:
+            log.info("%s: child process %d replaced after %s", self.name, child.pid, reason)
+            self.child = None
+            child.stop(5.0)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """The server thread stops: its child exits (killed after ``timeout``)."""
+        if self.child is not None:
+            self.child.stop(timeout)
+            self.child = None
+
+    def kill(self) -> None:
+        if self.child is not None:
+            self.child.kill()
+            self.child = None
+
+
+def _how(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+_slots: dict[tuple[int, str], ChildSlot] = {}
+_slots_lock = threading.Lock()
+
+
+def slot_for(worker: type[Any]) -> ChildSlot:
+    """The calling server thread's child slot for ``worker``."""
+    key = (threading.get_ident(), worker.__name__)
+    with _slots_lock:
+        slot = _slots.get(key)
+        if slot is None:
+            slot = _slots[key] = ChildSlot(worker)
+        return slot
+
+
+def close_thread_children(timeout: float = 5.0) -> None:
+    """The calling server thread stops: stop its children."""
+    ident = threading.get_ident()
+    with _slots_lock:
+        mine = [key for key in _slots if key[0] == ident]
+        slots = [_slots.pop(key) for key in mine]
+    for slot in slots:
+        slot.close(timeout)
+
+
+def kill_all_children() -> None:
+    """Exiting without waiting for performs (a second signal): no child may outlive this process."""
+    with _slots_lock:
+        slots = list(_slots.values())
+        _slots.clear()
+    for slot in slots:
+        slot.kill()

@@ -1,0 +1,82 @@
+"""The app of the "keeping ordered work flowing" tests: one worker whose isolation, time limit and morgue
+policy come from the environment, and payloads that misbehave on demand.
+
+Environment: APP_ISOLATION ("thread"), APP_TIME_LIMIT, APP_GRACE, APP_MORGUE ("oldest_payload"),
+APP_BATCH_SIZE (1), APP_MAX_RETRY (5), APP_RETRY_IN (0.2 s). Payloads: {"loop": true} spins in pure
+Python; {"sleep": s}; {"exit": true} calls os._exit; {"fail_file": name} raises while that file exists
+in APP_RECORD_DIR; {"partial": [ids]} raises PartialFailure for those ids on the first attempt only.
+Each perform records "start" (with whether the process that last started this id is still alive:
+a killed child must be reaped before its id runs again) and, when it returns, "perform".
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from recorder import record
+
+import lowkiq
+
+RECORDS = os.environ.get("APP_RECORD_DIR", ".")
+LIMIT = os.environ.get("APP_TIME_LIMIT")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # a zombie (killed, not reaped) still answers
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class Flow(lowkiq.Worker):
+    shards_count = 1
+    batch_size = int(os.environ.get("APP_BATCH_SIZE", "1"))
+    max_retry_count = int(os.environ.get("APP_MAX_RETRY", "5"))
+    isolation = os.environ.get("APP_ISOLATION", "thread")
+    time_limit = float(LIMIT) if LIMIT else None
+    time_limit_grace = float(os.environ.get("APP_GRACE", "5"))
+    morgue_policy = os.environ.get("APP_MORGUE", "oldest_payload")
+
+    def retry_in(self, retry_count: int) -> float:
+        return float(os.environ.get("APP_RETRY_IN", "0.2"))
+
+    def perform(self, payloads_by_id):
+        start = time.time()
+        previous = {}
+        for job_id in payloads_by_id:
+            marker = os.path.join(RECORDS, f"pid-{job_id}")
+            if os.path.exists(marker):
+                with open(marker) as f:
+                    pid = int(f.read())
+                previous[job_id] = pid != os.getpid() and _alive(pid)
+            with open(marker, "w") as f:
+                f.write(str(os.getpid()))
+        record("start", worker="Flow", batch=payloads_by_id, start=start, previous_alive=previous,
+               time_left=lowkiq.context().time_left())
+        failures = {}
+        for job_id, payloads in payloads_by_id.items():
+            for payload in payloads:
+                if payload.get("loop"):
+                    n = 0
+                    while True:
+                        n += 1
+                if payload.get("sleep"):
+                    time.sleep(payload["sleep"])
+                if payload.get("exit"):
+                    os._exit(3)
+                name = payload.get("fail_file")
+                if name and os.path.exists(os.path.join(RECORDS, name)):
+                    raise ValueError(f"{job_id} fails while {name} exists")
+                for bad in payload.get("partial", []):
+                    done = os.path.join(RECORDS, f"partial-{bad}")
+                    if not os.path.exists(done):
+                        open(done, "w").close()
+                        failures[bad] = KeyError(bad)
+        if failures:
+            raise lowkiq.PartialFailure(failures)
+        record("perform", worker="Flow", batch=payloads_by_id, start=start, end=time.time())
+
+
+lowkiq.configure(workers=[Flow])
