@@ -30,6 +30,7 @@ from .errors import (
 from .job_context import context
 from .jobs import Job, MorgueJob
 from .runtime import configure, current
+from .schedule import Schedule
 from .transport.errors import PartialWrite, TopologyError
 from .worker import Worker
 
@@ -39,6 +40,6 @@ __all__ = [
     "AppFileError", "BadInput", "ConfirmationRefused", "EmbeddedRedisError", "Job", "LayoutChangeRefused",
     "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob", "NoWorkers", "NotConfigured",
     "NotDurable", "PartialEnqueue", "PartialFailure", "PartialWrite", "PayloadDecodeError", "PinningError",
-    "RedisOutOfMemory", "RegistryFull", "TimeLimitExceeded", "TopologyError", "UnknownWorker", "Worker",
+    "RedisOutOfMemory", "RegistryFull", "Schedule", "TimeLimitExceeded", "TopologyError", "UnknownWorker", "Worker",
     "WorkerCrashed", "__version__", "configure", "context", "current",
 ]

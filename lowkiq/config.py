@@ -13,6 +13,7 @@ from .middleware import Middleware
 from .options import MAX_CPU, from_environment
 
 if TYPE_CHECKING:
+    from .schedule import Schedule
     from .worker import Worker
 
 DEFAULT_TTIN_FILE = "/tmp/lowkiq_ttin.txt"
@@ -21,6 +22,8 @@ DEFAULT_TTIN_FILE = "/tmp/lowkiq_ttin.txt"
 @dataclass(frozen=True)
 class Settings:
     workers: tuple[type[Worker], ...] = ()
+    # lowkiq.Schedule objects: recurring jobs into the workers' queues (see lowkiq.schedule)
+    schedules: tuple[Schedule, ...] = ()
     redis_url: str | None = None
     threads_per_node: int = 5
     poll_interval: float = 1.0
@@ -50,7 +53,7 @@ class Settings:
     # characters of a failure's traceback stored beside its error (0: none), per job
     traceback_limit: int = 16384
     ttin_file: str = DEFAULT_TTIN_FILE
-    # Shard leases (see README "Deployment"): seconds, in Redis server time
+    # Shard leases (see docs/server.md, "Deployment"): seconds, in Redis server time
     lease_ttl: float = 5.0
     heartbeat_interval: float = 1.0
     settle: float = 1.0
@@ -86,7 +89,7 @@ def build_settings(options: Mapping[str, Any], environ: Mapping[str, str] | None
     values: dict[str, Any] = from_environment(environ, options)
     values.update(options)
     values["redis_url"] = redis_url_from(options.get("redis_url"), environ)
-    for name in ("workers", "server_middlewares", "client_middlewares", "subscribers", "cpus"):
+    for name in ("workers", "schedules", "server_middlewares", "client_middlewares", "subscribers", "cpus"):
         if name in values:
             values[name] = _as_tuple(values[name], name)
     settings = Settings(**values)
@@ -150,8 +153,22 @@ def _validate(settings: Settings) -> None:
     if settings.min_perform_budget > settings.lease_ttl / 2:
         raise ValueError(f"min_perform_budget ({settings.min_perform_budget}) must be at most lease_ttl / 2 "
                          f"({settings.lease_ttl / 2:g})")
+    _validate_schedules(settings)
     if isinstance(settings.crash_limit, bool) or not isinstance(settings.crash_limit, int) or settings.crash_limit < 1:
         raise ValueError(f"crash_limit must be an int >= 1, got {settings.crash_limit!r}")
+
+
+def _validate_schedules(settings: Settings) -> None:
+    from .jobs import prepare
+    from .schedule import validate_all
+
+    validate_all(settings.schedules, settings.workers)
+    for schedule in settings.schedules:
+        try:  # the payload must survive the configured serializer, as a perform_async would check it
+            prepare([{"id": schedule.job_id, "payload": schedule.payload_for(0.0)}], now=0.0,
+                    dump_payload=settings.dump_payload)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"schedule {schedule.name!r}: {exc}") from exc
 
 
 def _number(value: Any) -> bool:

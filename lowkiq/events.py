@@ -14,10 +14,14 @@ Events and their fields (``worker`` is the worker's class name, ``shard`` its in
 - ``performed``: worker, shard, ids, seconds
 - ``failed``: worker, shard, ids, seconds, error (the stored text), exception
 - ``morgued``: worker, shard, ids (moved to the morgue by this failure)
+- ``time_limit_ignored``: worker, shard, thread (a perform of a thread-isolated worker still runs a
+  second after ``TimeLimitExceeded`` was raised in it: it caught it, or waits in C code)
 - ``lease_acquired``: worker, shard, epoch, restored (jobs of a dead owner's batch put back), morgued
 - ``lease_lost``: worker, shard, reason (another process holds it now)
 - ``lease_released``: worker, shard
 - ``queue_paused``, ``queue_resumed``: queue (this server saw the pause begin or end)
+- ``tick_enqueued``: schedule, worker, ticks (unix times this server enqueued jobs for; each tick is
+  enqueued by one server only), lag (seconds of Redis time from the newest of them to its enqueue)
 - ``outage_began``: error (Redis stopped answering this process)
 - ``outage_ended``: seconds (how long it lasted)
 """
@@ -34,8 +38,9 @@ from typing import Any
 log = logging.getLogger("lowkiq.events")
 
 NAMES = frozenset({
-    "enqueued", "batch_taken", "performed", "failed", "morgued", "lease_acquired", "lease_lost", "lease_released",
-    "outage_began", "outage_ended", "queue_paused", "queue_resumed",
+    "enqueued", "batch_taken", "performed", "failed", "morgued", "time_limit_ignored", "lease_acquired",
+    "lease_lost", "lease_released",
+    "outage_began", "outage_ended", "queue_paused", "queue_resumed", "tick_enqueued",
 })
 
 

@@ -21,6 +21,7 @@ from .errors import NotConfigured as NotConfigured
 from .events import Bus
 from .jobs import prepare
 from .middleware import run_chain
+from .redis_clock import RedisClock
 from .store import layout, registry
 from .store.actions import Actions
 from .store.queries import Queries
@@ -39,6 +40,8 @@ class Runtime:
         self._lock = threading.Lock()
         self._registered: set[str] = set()
         self.events = Bus(settings.subscribers)
+        # Redis's time in this process, kept by a server's keeper: what due work waits for.
+        self.redis_clock = RedisClock()
 
     @property
     def redis_url(self) -> str:
@@ -93,6 +96,11 @@ class Runtime:
         written: int = run_chain(self.settings.client_middlewares, worker, jobs, write)
         return written
 
+    def due_clock(self) -> Callable[[], float]:
+        """The clock that decides when due work starts: Redis's (see lowkiq.redis_clock), or a hand-moved
+        test clock, which the scripts then take as given too."""
+        return self.redis_clock.now if self.clock is time.time else self.clock
+
     def register(self, workers: Sequence[type[Worker]]) -> None:
         """Record the workers for the console, after checking their layout (``LayoutMismatch``)."""
         layout.claim(self.client, workers)
@@ -113,7 +121,7 @@ _current: Runtime | None = None
 
 
 def configure(**options: Any) -> Runtime:
-    """Configure lowkiq for this process. See README "Configuration" for every option.
+    """Configure lowkiq for this process. See docs/configuration.md for every option.
 
     Example::
 

@@ -333,6 +333,35 @@ SCHEMAS: Json = {
         "A live server process (`lowkiq -r`), as its last heartbeat described it.",
     ),
     "Servers": _object({"servers": {"type": "array", "items": _schema("Server")}}),
+    "Schedule": _object(
+        {
+            "name": TEXT,
+            "worker": {**TEXT, "description": "The worker whose queue each tick's job goes into."},
+            "cron": {**_nullable(TEXT), "description": "The cron expression, or null for an `every` schedule."},
+            "every": {**_nullable({"type": "integer", "minimum": 1}),
+                      "description": "Seconds between ticks (multiples of it since the epoch), or null."},
+            "timezone": {**TEXT, "description": "The IANA zone a cron expression is read in."},
+            "next_at": {**_nullable(UNIX_TIME), "description": "The next tick (Redis time); null while paused."},
+            "last_at": {**_nullable(UNIX_TIME), "description": "The last tick enqueued; null if none yet."},
+            "paused": {"type": "boolean"},
+            "rule": {**TEXT, "description": "The rule in words."},
+            "id": {**TEXT, "description": "The id of the jobs it enqueues."},
+            "catch_up": {"enum": ["last", "all", "none"], "description": "What it does with ticks missed while no "
+                         "server ran or it was paused."},
+            "last_outcome": {**_nullable(TEXT), "description": "What became of the last tick's job: queued, "
+                             "retrying, performing, in the morgue, done; null if none yet."},
+        },
+        "A recurring schedule: each tick is enqueued once, by whichever live server sees it due first.",
+    ),
+    "Schedules": _object({"schedules": {"type": "array", "items": _schema("Schedule")}}),
+    "SchedulePauseResult": _object(
+        {"schedule": TEXT, "paused": {"type": "boolean"},
+         "changed": {"type": "boolean", "description": "False when it already was so."}}
+    ),
+    "ScheduleRunResult": _object(
+        {"schedule": TEXT, "enqueued": {"type": "boolean"},
+         "scheduled_at": {**UNIX_TIME, "description": "Redis's time when it was enqueued: the job's scheduled_at."}}
+    ),
     "HistoryMinute": _object(
         {
             "minute": {**UNIX_TIME, "description": "The minute's start."},
@@ -414,6 +443,13 @@ PARAMETERS: Json = {
         "required": True,
         "schema": TEXT,
         "description": "A worker's name, as `api/v1/stats` lists them.",
+    },
+    "scheduleName": {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "schema": TEXT,
+        "description": "A schedule's name, as `api/v1/schedules` lists them.",
     },
     "jobIdInPath": {
         "name": "job_id",
@@ -663,7 +699,37 @@ def paths() -> Json:
         out[f"{worker}/{verb}"] = _pause_action(verb)
     for area in ("enqueued", "morgue"):
         out[f"{worker}/{area}/matching"] = _matching_action(area)
+    out[f"{API}/schedules"] = _get("api_schedules", "Every recurring schedule: rule, next and last tick, paused",
+                                   "Schedules", "The schedules, from the app or the registry servers keep.")
+    for verb in ("pause", "resume", "run"):
+        out[f"{API}/schedules/{{name}}/{verb}"] = _schedule_action(verb)
     return out
+
+
+def _schedule_action(verb: str) -> Json:
+    summary, description, schema = {
+        "pause": ("Pause a schedule", "No tick of it is enqueued from now on (the pause is checked in the same "
+                  "step as each enqueue); ticks due while paused are missed ticks, for its catch_up.",
+                  "SchedulePauseResult"),
+        "resume": ("Resume a schedule", "Its ticks are enqueued again, and its catch_up decides about those "
+                   "missed while it was paused.", "SchedulePauseResult"),
+        "run": ("Run a schedule now", "Enqueue its job at once, also while paused: {\"scheduled_at\": <Redis now>} "
+                "plus its payload. Its next tick comes as planned.", "ScheduleRunResult"),
+    }[verb]
+    return {
+        "post": {
+            "operationId": f"api_schedule_{verb}",
+            "summary": summary,
+            "description": f"{description} Recorded in the audit log.",
+            "parameters": [ref("parameters", "scheduleName"), ref("parameters", "origin"),
+                           ref("parameters", "secFetchSite")],
+            "requestBody": {"required": False, "content": _json(_schema("NoParameters")),
+                            "description": "None at all (no Content-Type either, as `curl -X POST` sends), "
+                                           "or an empty object as application/json; a body of any other type "
+                                           "is refused (415)."},
+            "responses": _responses(schema, "What the action did.", 400, 404, 413, 415),
+        }
+    }
 
 
 def _matching_action(area: str) -> Json:

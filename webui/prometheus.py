@@ -31,6 +31,7 @@ from ..store import ownership
 from ..store.membership import Member
 from ..store.metrics import QueueMetrics
 from .blueprint import bp
+from .schedule_metrics import ScheduleCollector
 from .state import console, settings
 
 WORKER_LABELS = ("worker", "queue")
@@ -132,6 +133,7 @@ def _labels(view: WorkerView) -> list[str]:
 def exposition(c: Console, *, per_shard: bool) -> bytes:
     registry = CollectorRegistry()
     registry.register(QueueCollector(read(c), per_shard=per_shard))
+    registry.register(ScheduleCollector(c.client))
     return generate_latest(registry)
 
 

@@ -34,7 +34,7 @@ from ..transport import TopologyError
 
 EXIT_USAGE = 2
 # Subcommands of the ops CLI (lowkiq/cli/ops.py), kept here so that starting a server never imports it.
-OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "pause", "resume", "audit")
+OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "pause", "resume", "schedules", "audit")
 
 
 log = logging.getLogger("lowkiq.cli")

@@ -1,4 +1,4 @@
-"""``lowkiq stats|servers|jobs|morgue|pause|resume|audit``: what the console shows and does, from a shell.
+"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit``: what the console shows and does, from a shell.
 
 They read the same Redis as the console (``--redis-url``, ``--app``, else
 LOWKIQ_APP, LOWKIQ_REDIS_URL, REDIS_URL, else the embedded Redis) through the same
@@ -79,6 +79,11 @@ def parser() -> argparse.ArgumentParser:
     for verb, text in (("pause", "stop servers taking a worker's jobs (enqueueing goes on)"),
                        ("resume", "let servers take a paused worker's jobs again")):
         sub.add_parser(verb, parents=[common], help=text).add_argument("worker")
+    schedules = sub.add_parser("schedules", parents=[common], help="recurring schedules: list them, or pause, resume "
+                               "or run one now")
+    schedules.add_argument("action", nargs="?", choices=["pause", "resume", "run"],
+                           help="pause: no tick is enqueued until resumed; run: enqueue its job now (also paused)")
+    schedules.add_argument("name", nargs="?", help="the schedule's name")
     log = sub.add_parser("audit", parents=[common], help="the newest operator actions")
     log.add_argument("--limit", type=int, default=50)
     return p
@@ -149,6 +154,8 @@ def _run(c: Console, args: argparse.Namespace) -> Any:
             return list_jobs(c, args)
         if args.command in ("pause", "resume"):
             return pause_or_resume(c, args.command, args.worker)
+        if args.command == "schedules":
+            return schedules(c, args.action, args.name)
         return morgue_action(c, args)
     except (BrokenWorker, BadInput) as exc:
         raise OpsError(str(exc)) from None
@@ -246,6 +253,38 @@ def pause_or_resume(c: Console, verb: str, worker: str) -> dict[str, Any]:
     change = pausing.pause if verb == "pause" else pausing.resume
     changed = change(c.client, view.info.queue_name, worker=view.name, who=_user(), source="cli")
     return {"worker": view.name, "paused": verb == "pause", "changed": changed}
+
+
+def schedules(c: Console, action: str | None, name: str | None) -> Any:
+    """Every schedule (name, worker, rule, next and last tick, paused), or an audited action on one."""
+    from ..console.schedules import UnknownSchedule, from_app
+
+    board = from_app(c.client)
+    if action is None:
+        if name is not None:
+            raise OpsError("lowkiq schedules [pause|resume|run NAME]: say what to do with the schedule")
+        return [{"name": row.info.name, "worker": row.info.worker, "rule": row.info.rule.words(),
+                 "next_at": _when(row.next_at), "last_at": _when(row.state.last_at),
+                 "last_outcome": row.state.outcome or None, "paused": row.state.paused}
+                for row in board.rows()]
+    if name is None:
+        raise OpsError(f"lowkiq schedules {action} NAME: which schedule?")
+    try:
+        if action == "run":
+            at = board.run_now(name, who=_user(), source="cli")
+            return {"schedule": name, "enqueued": True, "scheduled_at": at}
+        changed = (board.pause if action == "pause" else board.resume)(name, who=_user(), source="cli")
+    except UnknownSchedule as exc:
+        known = ", ".join(i.name for i in board.infos()) or "none"
+        raise OpsError(f"{exc} (known: {known})") from None
+    return {"schedule": name, "paused": action == "pause", "changed": changed}
+
+
+def _when(at: float | None) -> str | None:
+    """A unix time as people read it here (UTC, ISO 8601); --json keeps these strings too."""
+    if at is None:
+        return None
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
 def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None:

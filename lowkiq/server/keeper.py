@@ -23,11 +23,12 @@ import redis
 
 from .. import __version__, log_format
 from ..events import SILENT, Bus
-from ..store import history, leases, lua, membership
+from ..store import history, leases, lua, membership, schedules
 from ..store.leases import Held, Lease
 from ..store.metrics import MetricsReader
 from ..worker import Shard
 from .assignment import MemberView, ShardId, assign, split_among_threads
+from .ticker import Ticker
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -78,6 +79,10 @@ class Keeper:
         self.replicas_read_at = -REPLICAS_EVERY
         self.history_at = -HISTORY_EVERY
         self.metrics = MetricsReader(self.client)
+        # Redis's time, learnt from every beat: the threads wait for due jobs by it, the ticker for ticks.
+        self.redis_clock = runtime.redis_clock
+        self.ticker = Ticker(runtime, self.wire) if s.schedules else None
+        self.schedules_registered = False
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
         self._crash_error = runtime.settings.dump_error(CRASH_ERROR.format(limit=s.crash_limit))
 
@@ -106,16 +111,48 @@ class Keeper:
                 errors_in_a_row += 1
                 self.runtime.events.outage(exc)
                 self.wire.close(disconnect=True)
+                if self.ticker is not None:
+                    self.ticker.blind()
                 if errors_in_a_row == 1 or errors_in_a_row % 10 == 0:
                     log.warning("keeper: Redis error (%s: %s); retrying", type(exc).__name__, exc)
             except Exception:
                 log.exception("keeper: unexpected error; retrying")
             interval = self.settings.heartbeat_interval
-            self.wake.wait(max(0.0, interval * random.uniform(0.9, 1.0) - (time.monotonic() - started)))
+            self.wait_for_next_beat(started + interval * random.uniform(0.9, 1.0))
             self.wake.clear()
+
+    def wait_for_next_beat(self, beat_at: float) -> None:
+        """Sleep until monotonic ``beat_at``, waking on the way for ticks that come due before it: a tick is
+        enqueued when it is due by Redis's clock, not up to a beat later."""
+        while not self.stop.is_set():
+            left = beat_at - time.monotonic()
+            if left <= 0:
+                return
+            due_in = None if self.ticker is None or self.draining else self.ticker.due_in(self.redis_clock.now())
+            if due_in is None or due_in >= left:
+                self.wake.wait(left)
+                return
+            if self.wake.wait(due_in):
+                return
+            self.check_schedules()
+
+    def check_schedules(self) -> None:
+        if self.ticker is None:
+            return
+        try:
+            self.ticker.check(self.redis_clock.now())
+        except REDIS_ERRORS as exc:
+            # The next beat finds out whether Redis is gone; the ticks are sent again then.
+            log.warning("keeper: could not enqueue due ticks (%s: %s); retrying", type(exc).__name__, exc)
+            self.wire.close(disconnect=True)
 
     def tick(self) -> None:
         self.beat()
+        if self.ticker is not None and not self.draining:
+            if not self.schedules_registered:
+                schedules.register(self.client, self.settings.schedules)  # for a console without the app
+                self.schedules_registered = True
+            self.ticker.check(self.redis_clock.now())
         if time.monotonic() - self.replicas_read_at >= REPLICAS_EVERY:
             self.replicas = self.client.replica_counts()
             self.replicas_read_at = time.monotonic()
@@ -144,8 +181,12 @@ class Keeper:
 
     def beat(self) -> None:
         ttl_ms = leases.ttl_ms(self.settings.lease_ttl)
+        sent = time.monotonic()
         reply = self.wire.call(*membership.beat_call(self.member_id, ttl_ms, self.record(ttl_ms)))
-        _, members = membership.members_of(reply)
+        now_ms, members = membership.members_of(reply)
+        self.redis_clock.observe(now_ms / 1000, sent, time.monotonic())
+        if self.ticker is not None:
+            self.ticker.watching(now_ms / 1000)
         self.members = members
         paused = membership.paused_of(reply) & self.workers.keys()
         if paused != self.paused:

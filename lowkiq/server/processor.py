@@ -85,6 +85,9 @@ class Processor:
         self.uncertain = False  # a write failed midway: its outcome is unknown
         self.recovering = False
         self.errors_in_a_row = 0
+        # What the scheduler compares the shards' perform_in (Redis time) with: Redis's clock, estimated
+        # from the keeper's beats; never this host's, which may be seconds off.
+        self.due_clock = runtime.due_clock()
         self.thread = threading.Thread(target=self.run, name=self.name, daemon=True)
 
     def start(self) -> None:
@@ -185,7 +188,7 @@ class Processor:
             self._let_go()
             return
         if taken.suspect and not self._alone(handler):
-            self.scheduler.due(index, self.runtime.clock())  # back at the head of its shard
+            self.scheduler.due(index, self.due_clock())  # back at the head of its shard
             return
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
         try:
@@ -201,12 +204,12 @@ class Processor:
                 self.isolation.release(self.name)
         self.uncertain = False
         if ack is None:
-            self.scheduler.due(index, self.runtime.clock())
+            self.scheduler.due(index, self.due_clock())
         self.pending = ack
 
     def _read_nudges(self) -> None:
         assert self.scheduler is not None
-        now = self.runtime.clock()
+        now = self.due_clock()
         while self.nudged:
             queue_name, shard = self.nudged.popleft()
             for index, handler in enumerate(self.handlers):
@@ -312,7 +315,7 @@ class Processor:
 
     def _reschedule(self) -> None:
         context = schedulers.SchedulerContext([h.shard for h in self.handlers], self.settings.poll_interval,
-                                              self.probe, self.runtime.clock)
+                                              self.probe, self.due_clock)
         self.scheduler = schedulers.build(self.settings, context) if self.handlers else None
         self.serving = frozenset((h.lease.keys.queue_name, h.shard.index) for h in self.handlers)
         if not self.stop.is_set():

@@ -302,6 +302,49 @@ class PauseKeys:
         return [self.paused_hash, AuditKeys().audit_list]
 
 
+@dataclass(frozen=True)
+class ScheduleShardKeys:
+    """A recurring schedule's state, in the slot of the shard its jobs land in: a tick's high-water mark moves
+    in the same script that pushes the tick's job, so "each tick once" holds on a Redis Cluster too.
+
+    ``all()`` is the shard's KEYS (``SCRIPT_KEYS``' order) then the schedules hash, so the tick script runs
+    the push script's body on the shard's keys; its own key is always the last one.
+    """
+
+    queue_name: str
+    shard: int
+
+    @property
+    def shard_keys(self) -> ShardKeys:
+        return ShardKeys(self.queue_name, self.shard)
+
+    @property
+    def schedules_hash(self) -> str:
+        """Per schedule name ``n``: ``tick:n`` the latest tick dealt with (enqueued or skipped by catch_up),
+        ``last:n`` the latest tick enqueued, ``paused:n`` "<ms> <JSON who>" while paused, ``resumed:n`` when
+        it was last resumed (unix seconds, Redis time); all times Redis time."""
+        return f"{self.shard_keys.tag}:schedules"
+
+    def all(self) -> list[str]:
+        return [*self.shard_keys.all(), self.schedules_hash]
+
+
+@dataclass(frozen=True)
+class ScheduleStateKeys:
+    """The schedules hash alone: pausing and resuming a schedule."""
+
+    queue_name: str
+    shard: int
+
+    def all(self) -> list[str]:
+        return [ScheduleShardKeys(self.queue_name, self.shard).schedules_hash]
+
+
+def schedule_registry_hash() -> str:
+    """Schedule name -> JSON definition (worker, rule, zone, id): the standalone console's list of schedules."""
+    return f"{PREFIX}:{{lowkiq}}:schedules"
+
+
 def registry_hash() -> str:
     """Worker name -> JSON {queue_name, shards_count}: lets the console find queues without app code."""
     return f"{PREFIX}:registry"

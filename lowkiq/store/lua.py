@@ -61,6 +61,8 @@ NAMES = (
     "registry_register",
     "registry_read",
     "confirm_take",
+    "schedule_tick",
+    "schedule_pause",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]
@@ -77,9 +79,18 @@ class LuaScript:
 def script(name: str) -> LuaScript:
     folder = resources.files("lowkiq.store.scripts")
     lib = folder.joinpath("_lib.lua").read_text(encoding="utf-8")
-    body = folder.joinpath(f"{name}.lua").read_text(encoding="utf-8")
+    body = _included(folder, folder.joinpath(f"{name}.lua").read_text(encoding="utf-8"))
     source = f"{lua_prelude()}{used_definitions(lib, body)}\n{body}"
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+_INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
+
+
+def _included(folder: Any, body: str) -> str:
+    """``body`` with each ``--#include <script>`` line replaced by that script's body: a script that guards
+    another (schedule_tick runs push's body) follows it as it changes, without a copy."""
+    return _INCLUDE.sub(lambda m: folder.joinpath(f"{m.group(1)}.lua").read_text(encoding="utf-8"), body)
 
 
 _DEFINITION = re.compile(r"^local (?:function )?(\w+)")
