@@ -34,12 +34,6 @@ def check(cls: type[Any]) -> None:
         if _seconds(owner, "debounce_max", debounce_max) < debounce:
             raise ValueError(f"{owner}.debounce_max ({debounce_max!r}) must be at least debounce ({debounce!r})")
     concurrency = cls.group_concurrency
-    if concurrency is not None or cls.group_rate_limit is not None:
-        # Named by SPEC, not enforced yet (docs/fairness.md, "Group limits"): a limit that silently did
-        # nothing would overload the downstream service it is set to protect.
-        attr = "group_concurrency" if concurrency is not None else "group_rate_limit"
-        raise NotImplementedError(f"{owner}.{attr} is not enforced by this version of lowkiq yet; "
-                                  f"see docs/fairness.md, 'Group limits'")
     if concurrency is not None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int):
             raise TypeError(f"{owner}.group_concurrency must be a positive int or None, "
@@ -51,6 +45,11 @@ def check(cls: type[Any]) -> None:
         if not isinstance(rate, tuple) or len(rate) != 2:
             raise TypeError(f"{owner}.group_rate_limit must be a tuple (count, period_seconds) or None, got {rate!r}")
         count, period = rate
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"{owner}.group_rate_limit's count must be a positive int, "
+                            f"got {type(count).__name__} {count!r}")
+        if count < 1:
             raise ValueError(f"{owner}.group_rate_limit's count must be a positive int, got {count!r}")
-        _seconds(owner, "group_rate_limit's period", period)
+        # Redis keeps the window in whole ms: a period below one ms would be no window at all.
+        if _seconds(owner, "group_rate_limit's period", period) < 0.001:
+            raise ValueError(f"{owner}.group_rate_limit's period must be at least 0.001 s, got {period!r}")

@@ -176,7 +176,19 @@ def test_debounce_max_below_debounce_is_refused():
         type("Bad", (lowkiq.Worker,), {"debounce": 5, "debounce_max": 2})
 
 
-@pytest.mark.parametrize("attr, value", [("group_concurrency", 2), ("group_rate_limit", (5, 2))])
-def test_group_limits_not_enforced_yet_are_refused_rather_than_ignored(attr, value):
-    with pytest.raises(NotImplementedError, match=attr):
-        type("Limited", (lowkiq.Worker,), {attr: value})
+@pytest.mark.parametrize("attr, value, error", [
+    ("group_concurrency", 0, ValueError), ("group_concurrency", -1, ValueError), ("group_concurrency", 1.5, TypeError),
+    ("group_concurrency", True, TypeError), ("group_concurrency", "2", TypeError),
+    ("group_rate_limit", 5, TypeError), ("group_rate_limit", (5,), TypeError), ("group_rate_limit", [5, 2], TypeError),
+    ("group_rate_limit", (0, 2), ValueError), ("group_rate_limit", (2.5, 2), TypeError),
+    ("group_rate_limit", (5, 0), ValueError), ("group_rate_limit", (5, float("inf")), ValueError),
+    ("group_rate_limit", (5, "2"), TypeError),
+])
+def test_a_bad_group_limit_is_refused_naming_it(attr, value, error):
+    with pytest.raises(error, match=attr):
+        type("Bad", (lowkiq.Worker,), {attr: value})
+
+
+def test_good_group_limits_are_accepted():
+    worker = type("Limited", (lowkiq.Worker,), {"group_concurrency": 2, "group_rate_limit": (5, 2)})
+    assert worker.group_concurrency == 2 and worker.group_rate_limit == (5, 2)

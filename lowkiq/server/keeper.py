@@ -27,6 +27,7 @@ from ..store import history, leases, lua, membership, schedules
 from ..store.leases import Held, Lease
 from ..store.metrics import MetricsReader
 from ..worker import Shard
+from . import group_limits
 from .assignment import MemberView, ShardId, assign, split_among_threads
 from .ticker import Ticker
 
@@ -390,6 +391,8 @@ class Keeper:
         if not due:
             return
         sent_at = time.monotonic()
+        # group permits first: a permit must not end before the lease it stands for (docs/fairness.md)
+        group_limits.extend(self.wire, due)
         replies = self.wire.call_many([leases.renew_call(lease) for lease in due], settle=True)
         for lease, reply in zip(due, replies):
             if not isinstance(reply, Exception):

@@ -29,7 +29,7 @@ from .. import log_format
 from ..store import lua
 from ..store.leases import Lease, LeaseRefused, refusal, ttl_ms, verify
 from ..store.queue import Queue
-from . import schedulers
+from . import group_limits, schedulers
 from .crash_isolation import CrashIsolation
 from .isolation import close_thread_children
 from .keeper import release_leases
@@ -308,6 +308,7 @@ class Processor:
                         "runs them again", self.number, self.pending.ids[:20], lease.shard,
                         extra=_shard_fields(lease, ids=list(self.pending.ids)))
             self.pending = None
+        group_limits.forget(lease)  # its permits end with the lease in Redis
         if handler is None:
             return False
         self.handlers.remove(handler)
@@ -355,6 +356,7 @@ class Processor:
     def _renew(self, lease: Lease) -> None:
         sent_at = time.monotonic()
         try:
+            group_limits.extend(self.wire, [lease])  # a permit must not end before its lease (docs/fairness.md)
             self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
         except redis.ResponseError as exc:
             raise (refusal(exc) or exc) from None

@@ -23,6 +23,7 @@ from ..store.leases import Lease
 from ..store.queue import Queue, Taken
 from ..worker import Worker
 from . import isolation
+from .group_limits import GroupLimits
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -79,19 +80,31 @@ class ShardHandler:
         self._in_child = type(worker).isolation == "process"
         self._label = f"{self.name} shard {self.shard.index} ({thread or 'thread'})"
         self.child_pid: int | None = None  # the child that performs (performed) this shard's batch
+        # group_concurrency / group_rate_limit (docs/fairness.md): None for a worker without them, whose
+        # take is Lowkiq's, untouched
+        self.limits = GroupLimits.of(type(worker), lease, self._run, clock)
+
+    def _run(self, calls: Sequence[lua.Call]) -> list[Any]:
+        return self.wire.call_many(calls) if self.wire is not None else lua.run_many(self.queue.client, calls)
 
     def take(self, ack: Ack | None) -> Taken:
         """Acknowledge ``ack`` (of any shard of this thread) and take a batch here: one round trip."""
         acked = None if ack is None else (ack.handler.lease, ack.ids)
-        taken = self.queue.ack_and_take(acked, self._take, thread=self.thread, wire=self.wire)
+        limits = self.limits
+        releases = ack.handler.limits.release_calls(ack.ids) if ack is not None and ack.handler.limits else []
+        taken = self.queue.ack_and_take(acked, self._take, thread=self.thread, wire=self.wire,
+                                        blocked=None if limits is None else limits.passed_over(), extra=releases)
         assert taken is not None
+        if limits is not None:
+            taken = limits.admit(taken)
         if self.events.active and taken.jobs:
             self.events.emit("batch_taken", worker=self.name, shard=self.shard.index,
                              ids=[job.id for job in taken.jobs], thread=self.thread)
         return taken
 
     def ack(self, ids: Sequence[str]) -> None:
-        self.queue.ack_and_take((self.lease, ids), None, thread=self.thread, wire=self.wire)
+        releases = self.limits.release_calls(ids) if self.limits is not None else []
+        self.queue.ack_and_take((self.lease, ids), None, thread=self.thread, wire=self.wire, extra=releases)
 
     def perform(self, taken: Taken) -> Ack | None:
         """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.
@@ -184,6 +197,13 @@ class ShardHandler:
         seconds = time.perf_counter() - started
         if outcome.kind == "ok":
             return self._performed(batch, started)
+        if outcome.kind == "abandoned":
+            # The server exits and killed the child: no outcome is written. The batch stays in
+            # processing until this thread hands its shards back, which restores it (its child is
+            # reaped: nothing of it runs any more), or until its lease expires.
+            log.warning("%s shard %d: %s; ids %s go back to the queue", self.name, self.shard.index,
+                        outcome.message, _short(list(batch)), extra=self._fields(list(batch)))
+            return None
         if outcome.kind == "partial":
             self.fail(taken, outcome.exception(), seconds, per_id=outcome.failures)
             return None
@@ -245,9 +265,13 @@ class ShardHandler:
             log.debug("%s shard %d: traceback of the failure of ids %s", self.name, self.shard.index, _short(ids),
                       exc_info=(type(exc), exc, exc.__traceback__), extra=self._fields(ids))
         stored = b"" if per_id is not None else stored_error.pack(self._dump_error(message), traceback or "")
-        failed = self.queue.fail(self.lease, retries, stored, type(worker).max_retry_count, now=now, errors=own,
-                                 acked=acked, morgue_policy=type(worker).morgue_policy,
-                                 crash_limit=self.settings.crash_limit if crashed else 0)
+        try:
+            failed = self.queue.fail(self.lease, retries, stored, type(worker).max_retry_count, now=now, errors=own,
+                                     acked=acked, morgue_policy=type(worker).morgue_policy,
+                                     crash_limit=self.settings.crash_limit if crashed else 0)
+        finally:
+            if self.limits is not None:
+                self.limits.release(batch_ids)  # the batch is over, written or not: its group's permits end
         if failed.missing:
             log.error("%s shard %d: ids %s failed but were no longer in processing; nothing was written for them",
                       self.name, self.shard.index, _short(failed.missing), extra=self._fields(failed.missing))

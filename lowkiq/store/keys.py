@@ -345,6 +345,35 @@ def schedule_registry_hash() -> str:
     return f"{PREFIX}:{{lowkiq}}:schedules"
 
 
+@dataclass(frozen=True)
+class GroupKeys:
+    """One group's limits (docs/fairness.md, "Group limits"), in the group's own hash slot: a group's ids live in
+    many shards, so its permits and its starts cannot live in any one of them."""
+
+    queue_name: str
+    group: str
+
+    @property
+    def tag(self) -> str:
+        # A "}" inside the group only shortens the tag: both keys keep the same one, hence one slot.
+        return f"{PREFIX}:{{group:{self.queue_name}:{self.group}}}"
+
+    @property
+    def permits_zset(self) -> str:
+        """"<queue>:<shard>:<grant>:<id>" of each id performing now -> when the permit ends (ms of Redis time):
+        its holder's lease expiry, moved on with every renewal of that lease (group_concurrency)."""
+        return f"{self.tag}:permits"
+
+    @property
+    def starts_zset(self) -> str:
+        """The group's starts within the last period -> when (ms of Redis time); at most ``count`` of them
+        (group_rate_limit)."""
+        return f"{self.tag}:starts"
+
+    def all(self) -> list[str]:
+        return [self.permits_zset, self.starts_zset]
+
+
 def registry_hash() -> str:
     """Worker name -> JSON {queue_name, shards_count}: lets the console find queues without app code."""
     return f"{PREFIX}:registry"

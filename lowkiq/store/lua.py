@@ -61,6 +61,10 @@ NAMES = (
     "registry_register",
     "registry_read",
     "confirm_take",
+    "permit_take",
+    "permit_extend",
+    "permit_release",
+    "untake",
     "schedule_tick",
     "schedule_pause",
 )

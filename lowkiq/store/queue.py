@@ -43,6 +43,8 @@ class Taken:
     error: Exception | None = None
     # a job of the batch was in flight when a server died: perform it alone (see crash_isolation)
     suspect: bool = False
+    # each job's group ("" for none), when the take was asked with group limits (docs/fairness.md)
+    groups: list[str] | None = None
 
 
 @dataclass(slots=True)
@@ -208,6 +210,8 @@ class Queue:
         *,
         thread: str = "",
         wire: lua.Wire | None = None,
+        blocked: Sequence[str] | None = None,
+        extra: Sequence[lua.Call] = (),
     ) -> Taken | None:
         """Acknowledge one shard's finished batch and take the next batch, in one round trip.
 
@@ -219,17 +223,25 @@ class Queue:
         refused one raises LeaseRefused (and nothing of that script happened).
         A server thread passes its own ``wire``; without one, a pooled
         connection is borrowed for the call.
+
+        A worker with group limits passes ``blocked``, the groups at their
+        limit now (the take passes them over and reports each taken id's
+        group), and its permit releases as ``extra`` calls, sent after the
+        scripts in the same round trip (docs/fairness.md).
         """
         stamp = lua.now_arg(self.clock) if now is None else now  # "": the Redis server's clock decides what is due
         same_shard = ack is not None and take is not None and ack[0] is take[0]
-        calls: list[tuple[str, Any, tuple[Any, ...]]] = []
+        calls: list[lua.Call] = []
         if ack is not None and not same_shard:
             lease, ids = ack
             calls.append(("ack_and_take", lease.keys, (stamp, 0, lease.grant, ttl_ms(lease.ttl), thread, *ids)))
         if take is not None:
             lease, limit = take
             acked = ack[1] if same_shard and ack is not None else ()
-            calls.append(("ack_and_take", lease.keys, (stamp, limit, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
+            wanted: int | bytes = limit if blocked is None else msgpack.packb([limit, list(blocked)], use_bin_type=False)
+            calls.append(("ack_and_take", lease.keys, (stamp, wanted, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
+        taking = len(calls) - 1
+        calls.extend(extra)
         if not calls:
             return None
         sent_at = time.monotonic()
@@ -242,13 +254,17 @@ class Queue:
         if take is None:
             return None
         take[0].renewed(sent_at)
-        return self._taken(replies[-1])
+        return self._taken(replies[taking])
 
     def _taken(self, reply: list[Any]) -> Taken:
         load_payload, load_error = self.load_payload, self.load_error
         jobs = []
         failure: Exception | None = None
         end = len(reply)
+        groups = None
+        if end > 1 and isinstance(reply[-1], list):  # asked with group limits: the taken ids' groups
+            groups = [codec.text(group) for group in reply[-1]]
+            end -= 1
         suspect = end % 5 == 2  # the script adds a flag after the jobs
         if suspect:
             end -= 1
@@ -274,7 +290,7 @@ class Queue:
                 )
             )
         head = reply[0]
-        return Taken(jobs, float(head) if head is not None else None, failure, suspect)
+        return Taken(jobs, float(head) if head is not None else None, failure, suspect, groups)
 
     def fail(
         self,

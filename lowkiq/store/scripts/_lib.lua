@@ -111,11 +111,12 @@ end
 -- low (a group's head left), never high: the take corrects a low one when it reaches it.
 local LAST_TURN = '\0last'
 
--- A double as 8 bytes that sort bytewise as the numbers do.
+-- A double as 8 bytes that sort bytewise as the numbers do (0 with the positives: its bytes are all
+-- 0, and flipped like a negative's they would sort after every group's range).
 local function sortable(x)
   if x == 0 then x = 0 end
   local s = struct.pack('>d', x)
-  if x > 0 then return string.char(s:byte(1) + 128) .. s:sub(2) end
+  if x >= 0 then return string.char(s:byte(1) + 128) .. s:sub(2) end
   local out = {}
   for i = 1, 8 do out[i] = string.char(255 - s:byte(i)) end
   return table.concat(out)

@@ -7,7 +7,19 @@
 -- the server performs that batch alone, so that a job that kills it takes no neighbour along).
 -- In a shard that holds grouped ids the due ids are taken round robin across groups (oldest due first
 -- inside a group), and "next perform_in" is the next group's place in the rotation (docs/fairness.md).
+-- A worker with group limits sends ARGV[2] as msgpack {how many, {group, ...}}: the groups known to be at their
+-- limit now, which the take passes over (and the head skips); its reply then ends with the taken ids' groups
+-- ('' for none), after the suspect flag if any.
 local limit, grant, ttl = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local blocked, nblocked = nil, 0
+if not limit then
+  local spec = cmsgpack.unpack(ARGV[2])
+  limit, blocked = spec[1], {}
+  for _, group in ipairs(spec[2]) do
+    blocked[group] = true
+    nblocked = nblocked + 1
+  end
+end
 local now, now_ms = clock_now(ARGV[1])
 local refused = refusal(grant, now_ms)
 if refused then return refused end
@@ -96,12 +108,14 @@ end
 local function fair_take(want)
   local ready = {}
   local last = tonumber(redis.call('HGET', K_GTURNS, LAST_TURN) or 0)
-  local skip, budget = 0, 4 * want + 16
+  local skip, budget = 0, 4 * want + 16 + nblocked
   while #ready < 2 * want and budget > 0 do
     budget = budget - 1
     local group, _, id, perform_in = group_at(skip, 8)
     if not group then break end
-    if tonumber(perform_in) > now then
+    if blocked and blocked[group] then
+      skip = skip + 1  -- at its limit: it keeps its place, the next group goes
+    elseif tonumber(perform_in) > now then
       skip = skip + 1  -- its turn came, its job did not: the next group may be due
     else
       ready[#ready + 1] = id
@@ -118,11 +132,17 @@ end
 
 -- Where the shard stands in its thread's scheduler: the next group's score, or now when it is due
 -- (the turn only orders groups; a shard whose next group waits longest goes first).
+-- Groups at their limit are passed over: the server knows when they may go again.
 local function fair_head()
-  local _, score, _, perform_in = group_at(0, 16)
-  if not score then return nil end
-  if tonumber(perform_in) <= now then score = math.min(score, now) end
-  return num(score)
+  for rank = 0, nblocked do
+    local group, score, _, perform_in = group_at(rank, 16)
+    if not group then return nil end
+    if not (blocked and blocked[group]) then
+      if tonumber(perform_in) <= now then score = math.min(score, now) end
+      return num(score)
+    end
+  end
+  return nil
 end
 
 local fair = false
@@ -185,6 +205,15 @@ if limit > 0 then
     if rare and redis.call('EXISTS', K_FIRST) == 1 then call_chunked('HDEL', K_FIRST, ids, 1) end
     redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms)
     if suspect then out[#out + 1] = 1 end
+    if blocked then
+      local groups = {}
+      if rare and redis.call('EXISTS', K_GROUP_OF) == 1 then
+        for i, id in ipairs(ids) do groups[i] = redis.call('HGET', K_GROUP_OF, id) or '' end
+      else
+        for i = 1, #ids do groups[i] = '' end
+      end
+      out[#out + 1] = groups
+    end
   else
     redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl)
   end

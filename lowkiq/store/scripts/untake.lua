@@ -1,0 +1,17 @@
+-- Group limits (docs/fairness.md): ids the take moved into processing whose group had no permit to start
+-- go back to their place in the queue, untouched (merge rule "failed job": their own retry_count,
+-- perform_in and error), as if never taken. Fenced: only the lease holder may.
+-- ARGV[1] = grant, ARGV[2..] = ids. Returns how many went back.
+local refused = refusal(ARGV[1], server_ms())
+if refused then return refused end
+local n = 0
+for i = 2, #ARGV do
+  local record = redis.call('HGET', K_PROCESSING, ARGV[i])
+  if record then
+    local retry_count, perform_in, err, payloads = cmsgpack.unpack(record)
+    queue_put(ARGV[i], payloads, perform_in, retry_count, err, false)
+    redis.call('HDEL', K_PROCESSING, ARGV[i])
+    n = n + 1
+  end
+end
+return n
