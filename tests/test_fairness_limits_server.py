@@ -5,6 +5,7 @@ group_rate_limit's sliding window; on a standalone Redis and on a Redis Cluster.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import signal
@@ -40,7 +41,7 @@ def limited(env: dict[str, str]):
 
 def overlaps(intervals: list[tuple[float, float]]) -> list[tuple[tuple[float, float], tuple[float, float]]]:
     ordered = sorted(intervals)
-    return [(a, b) for a, b in zip(ordered, ordered[1:]) if b[0] < a[1]]
+    return [(a, b) for a, b in itertools.pairwise(ordered) if b[0] < a[1]]
 
 
 def by_group(tmp, group: str) -> list[dict]:
