@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 from . import fairness
 from .jobs import MorgueJob
 from .store.keys import QueueKeys, validate_queue_name
+from .store.registry import ISOLATIONS as ISOLATIONS
+from .store.registry import MORGUE_POLICIES as MORGUE_POLICIES
 from .store.registry import check_shards_count
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
-ISOLATIONS = ("thread", "process")
-MORGUE_POLICIES = ("oldest_payload", "whole_id")
 
 
 class Worker:

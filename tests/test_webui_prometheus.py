@@ -38,7 +38,7 @@ ORDERS = (("queue", "OrdersWorker"), ("worker", "OrdersWorker"))
 MAILER = (("queue", "mailer"), ("worker", "MailerWorker"))
 PER_WORKER = ("lowkiq_queue_length", "lowkiq_queue_fresh", "lowkiq_queue_retries", "lowkiq_morgue_length",
               "lowkiq_busy", "lowkiq_lag_seconds", "lowkiq_processed_total", "lowkiq_failed_total", "lowkiq_shards",
-              "lowkiq_shards_owned", "lowkiq_paused")
+              "lowkiq_shards_owned", "lowkiq_paused", "lowkiq_held_ids")
 SECURITY_HEADERS = ("Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy")
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -132,6 +132,7 @@ def test_every_worker_s_numbers_as_redis_holds_them(seeded: dict[str, str], clie
         "lowkiq_shards": 4,
         "lowkiq_shards_owned": 3,  # 0, 1 and 2; 3 was held by a server that is gone
         "lowkiq_paused": 0,
+        "lowkiq_held_ids": 0,  # its morgue_policy is oldest_payload: dead ids hold nothing back
     }
     assert of(found, MAILER) == {
         "lowkiq_queue_length": 1,
@@ -145,6 +146,7 @@ def test_every_worker_s_numbers_as_redis_holds_them(seeded: dict[str, str], clie
         "lowkiq_shards": 2,
         "lowkiq_shards_owned": 1,
         "lowkiq_paused": 0,
+        "lowkiq_held_ids": 0,
     }
     assert found[("lowkiq_servers_live", ())] == 2
     assert found[("lowkiq_workers_broken", ())] == 0

@@ -7,14 +7,14 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import MATCHING_VERBS, listing
+from ..console import MATCHING_VERBS, WorkerView, listing
 from ..console.listing import BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..jobs import Job, MorgueJob
 from ..store import audit, history
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..store.history import Minute
-from ..store.metrics import CONSOLE_SHARD_BUDGET
+from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
 from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor
 from .blueprint import bp
@@ -68,18 +68,30 @@ def api_stats() -> Response:
     rows = [(view, m) for view, m in everything if m.measured]
     # Workers past the read's shard budget: named, never shown as zeros (absent when there are none).
     unmeasured = [view.name for view, m in everything if not m.measured]
+    # held: the ids a whole_id morgue holds (every dead id of such a worker), from the dead count and the
+    # registry's morgue_policy: no read more. Only for whole_id workers, and in total when there is one:
+    # without them the answer keeps SPEC's exact shape.
+    holding = [view for view, _ in rows if view.info.holds_dead_ids]
     by_worker = {
-        view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag} for view, m in rows
+        view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag,
+                    **({"held": m.morgue_length} if view.info.holds_dead_ids else {})}
+        for view, m in rows
     }
     total = {
         "length": sum(m.length for _, m in rows),
         "morgue_length": sum(m.morgue_length for _, m in rows),
         "lag": max((m.lag for _, m in rows), default=0.0),
+        **({"held": sum(held(view, m) for view, m in rows)} if holding else {}),
     }
     # Registry entries the console cannot use, by name, with their problem (absent when there are none).
     broken = {entry.name: entry.problem for entry in c.broken()}
     return reply({"total": total, "by_worker": by_worker, **({"broken": broken} if broken else {}),
                   **({"not_measured": not_measured_json(unmeasured)} if unmeasured else {})})
+
+
+def held(view: WorkerView, m: QueueMetrics) -> int:
+    """Ids held in the morgue: for a whole_id worker every dead id (its later payloads join it), else none."""
+    return m.morgue_length if view.info.holds_dead_ids else 0
 
 
 def not_measured_json(names: list[str]) -> dict[str, Any]:
@@ -104,6 +116,7 @@ def api_dashboard() -> Response:
             "fresh": m.fresh,
             "retries": m.retries,
             "dead": m.morgue_length,
+            "held": held(view, m),
             # who paused the queue and when (servers take none of its jobs), or null
             "paused": m.paused.as_json() if m.paused else None,
             # false when the read's shard budget left the worker out: its numbers are zeros, not readings
@@ -144,9 +157,16 @@ def api_morgue(worker: str) -> Response:
 
 @bp.get("/api/v1/workers/<worker>/busy")
 def api_busy(worker: str) -> Response:
+    from ..console.busy import busy_jobs
+
     c = console()
     view = c.worker(worker)
-    return reply({"jobs": [job_json(job) for job in c.queries(view).busy()]})
+    _, jobs = busy_jobs(c, view, c.queries(view).busy())
+    # How long each has run (Redis time since its batch was taken; null when its lease does not say)
+    # and whether that is past the worker's time_limit (a perform that ignores TimeLimitExceeded).
+    return reply({"jobs": [{**job_json(busy.job), "running_for": busy.running_for,
+                            "over_time_limit": busy.over_time_limit} for busy in jobs],
+                  "time_limit": view.info.time_limit})
 
 
 @bp.get("/api/v1/workers/<worker>/job")

@@ -204,7 +204,11 @@ SCHEMAS: Json = {
         },
         "A page of dead jobs.",
     ),
-    "BusyJobs": _object({"jobs": {"type": "array", "items": _schema("Job")}}, "The jobs in processing now."),
+    "BusyJobs": _object(
+        {"jobs": {"type": "array", "items": _schema("BusyJob")},
+         "time_limit": {"type": ["number", "null"], "exclusiveMinimum": 0,
+                        "description": "The worker's time_limit in seconds, as its registry entry says; null: none."}},
+        "The jobs in processing now."),
     "JobLookup": _object(
         {
             "id": TEXT,
@@ -219,7 +223,12 @@ SCHEMAS: Json = {
             "length": {**COUNT, "description": "Ids in the queue: fresh jobs and retries."},
             "morgue_length": {**COUNT, "description": "Dead jobs."},
             "lag": {**SECONDS, "description": "Seconds since the oldest overdue job was due; 0 when none is."},
-        }
+            "held": {**COUNT, "description": "Ids held in the morgue: every dead id of a worker whose morgue_policy "
+                                             "is whole_id (payloads enqueued for it join it until an operator "
+                                             "requeues or deletes it). Only for whole_id workers, and in total "
+                                             "when there is one."},
+        },
+        optional=["held"],
     ),
     "Stats": _object(
         {
@@ -250,6 +259,7 @@ SCHEMAS: Json = {
             "fresh": {**COUNT, "description": "Queued jobs that never failed."},
             "retries": {**COUNT, "description": "Queued jobs waiting for a retry."},
             "dead": {**COUNT, "description": "Jobs in the morgue."},
+            "held": {**COUNT, "description": "Dead ids the morgue holds (morgue_policy whole_id); 0 for other workers."},
             "paused": {"oneOf": [_schema("Pause"), {"type": "null"}],
                        "description": "Who paused the queue and when; null while servers take its jobs."},
             "measured": {"type": "boolean", "description": "False when the read's budget of shards left the "
@@ -271,7 +281,7 @@ SCHEMAS: Json = {
         }
     ),
     "DashboardTotals": _object(
-        {name: COUNT for name in ("processed", "failed", "busy", "enqueued", "fresh", "retries", "dead")}
+        {name: COUNT for name in ("processed", "failed", "busy", "enqueued", "fresh", "retries", "dead", "held")}
         | {"lag": {**SECONDS, "description": "The largest lag."}},
         "Sums over every worker.",
     ),
@@ -431,6 +441,19 @@ SCHEMAS: Json = {
         "description": "This document (OpenAPI 3.1).",
     },
 }
+# A busy job is a Job and how long it has run: its own schema, since objects allow no other properties.
+SCHEMAS["BusyJob"] = _object(
+    {**SCHEMAS["Job"]["properties"],
+     "running_for": {"type": ["number", "null"], "minimum": 0,
+                     "description": "Seconds since its batch was taken, by Redis's clock; null when its shard's "
+                                    "lease does not say."},
+     "over_time_limit": {"type": "boolean",
+                         "description": "Running for longer than the worker's time_limit: a thread-isolated perform "
+                                        "that ignores TimeLimitExceeded keeps its shard, or a child process about "
+                                        "to be killed."}},
+    "A job in processing.",
+    optional=["traceback", "clipped"],
+)
 
 
 # ---- parameters ------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..console import Console, WorkerView
+from ..console.busy import over_time_limit
 from ..store import ownership
 from ..store.membership import Member
 from ..store.metrics import QueueMetrics
@@ -66,6 +67,8 @@ class Reading:
     broken: int
     now: float
     seconds: float  # how long reading Redis took
+    # worker name -> performs past its time_limit, for workers with one (console.busy.over_time_limit)
+    over_time_limit: dict[str, int]
 
 
 def read(c: Console) -> Reading:
@@ -73,7 +76,8 @@ def read(c: Console) -> Reading:
     now = c.clock()
     rows, members = c.metrics_and_members(now)
     broken = len(c.broken())
-    return Reading(rows, members, broken, now, time.monotonic() - started)
+    over = over_time_limit(c, rows)  # a second round trip only when a worker with a time_limit is busy
+    return Reading(rows, members, broken, now, time.monotonic() - started, over)
 
 
 class QueueCollector(Collector):
@@ -94,6 +98,21 @@ class QueueCollector(Collector):
             for view, m in rows:
                 counter.add_metric(_labels(view), value(m))
             yield counter
+
+        held = GaugeMetricFamily("lowkiq_held_ids", "Dead ids the morgue holds (morgue_policy whole_id): payloads "
+                                 "enqueued for them wait there until an operator acts; 0 for other workers",
+                                 labels=WORKER_LABELS)
+        for view, m in rows:
+            held.add_metric(_labels(view), m.morgue_length if view.info.holds_dead_ids else 0)
+        yield held
+        # Only workers with a time_limit have the series: for the others "over it" means nothing.
+        over = GaugeMetricFamily("lowkiq_performs_over_time_limit", "Performs running past the worker's time_limit "
+                                 "now (a thread-isolated one that ignores TimeLimitExceeded keeps its shard)",
+                                 labels=WORKER_LABELS)
+        for view, _ in rows:
+            if view.name in reading.over_time_limit:
+                over.add_metric(_labels(view), reading.over_time_limit[view.name])
+        yield over
 
         shards = GaugeMetricFamily("lowkiq_shards", "Shards of the worker's queue", labels=WORKER_LABELS)
         # From the live servers' heartbeats (a second old at most), as the dashboard's "no server" warning:

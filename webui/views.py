@@ -43,6 +43,7 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "fresh": sum(m.fresh for _, m in rows),
         "retries": sum(m.retries for _, m in rows),
         "dead": sum(m.morgue_length for _, m in rows),
+        "held": sum(m.morgue_length for view, m in rows if view.info.holds_dead_ids),
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
     samples = state().sample(now, int(totals["processed"]), int(totals["failed"]))
@@ -212,12 +213,13 @@ def _bound_text(order_by: str, value: str, limit: int | None) -> str:
 def busy(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    from ..console.servers import busy_servers, long_perform_seconds
+    from ..console.busy import busy_jobs
+    from ..console.servers import long_perform_seconds
 
-    jobs = c.queries(view).busy()
-    leases, by_job = busy_servers(c, view, jobs)
-    return page("lowkiq/busy.html", view=view, jobs=jobs, tab="busy", now=c.clock(), leases=leases, by_job=by_job,
-                long_perform=long_perform_seconds())
+    leases, jobs = busy_jobs(c, view, c.queries(view).busy())
+    return page("lowkiq/busy.html", view=view, jobs=jobs, tab="busy", now=c.clock(), leases=leases,
+                long_perform=long_perform_seconds(), time_limit=view.info.time_limit,
+                over_limit=sum(b.over_time_limit for b in jobs))
 
 
 @bp.get("/workers/<worker>/_counts")
@@ -273,15 +275,16 @@ def job(worker: str, job_id: str) -> Response:
     c = console()
     view = c.worker(worker)
     q = c.queries(view)
-    found = {"queued": q.job(job_id), "busy": q.busy_job(job_id), "morgue": q.morgue_job(job_id)}
+    in_processing = q.busy_job(job_id)
+    found = {"queued": q.job(job_id), "busy": in_processing, "morgue": q.morgue_job(job_id)}
     status = 200 if any(found.values()) else 404
-    lease = None
-    if found["busy"] is not None:  # which server performs it, since when: one more read, only then
-        from ..console.servers import busy_servers
+    busy = None
+    if in_processing is not None:  # which server performs it, since when: one more read, only then
+        from ..console.busy import busy_jobs
 
-        lease = busy_servers(c, view, [found["busy"]])[1].get(job_id)
+        busy = busy_jobs(c, view, [in_processing])[1][0]
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status,
-                lease=lease)
+                lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 
 MAX_SEARCHED_ID = 10_000

@@ -118,6 +118,11 @@ class ProcessMetrics:
         self.outages = Counter("lowkiq_outages_total", "Times Redis stopped answering this process", registry=r)
         self.outage_seconds = Counter("lowkiq_outage_seconds_total", "Time spent in those outages", registry=r)
         self.in_outage = Gauge("lowkiq_outage", "1 while Redis does not answer this process", registry=r)
+        # Rare by nature (a perform that ignores TimeLimitExceeded): counted here, not in the thread tallies.
+        # The console's lowkiq_performs_over_time_limit says how many run past their limit now.
+        self.limit_ignored = Counter("lowkiq_time_limit_ignored_total", "Performs of this process still running a "
+                                     "second after TimeLimitExceeded was raised in them (thread isolation)",
+                                     ["worker"], registry=r)
 
     def _tally(self) -> Tally:
         tally: Tally | None = getattr(self._local, "tally", None)
@@ -144,6 +149,8 @@ class ProcessMetrics:
         elif name == "morgued":
             tally = self._tally()
             tally.morgued[fields["worker"]] = tally.morgued.get(fields["worker"], 0.0) + len(fields["ids"])
+        elif name == "time_limit_ignored":
+            self.limit_ignored.labels(fields["worker"]).inc()
         elif name == "lease_acquired":
             self.acquired.labels(fields["worker"]).inc()
             if fields["restored"] or fields["morgued"]:

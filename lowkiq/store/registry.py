@@ -38,6 +38,11 @@ MAX_ENTRY_BYTES = 4096
 # The name of the row that says the registry holds more entries than a console reads: a name no
 # worker can have (validate_queue_name refuses parentheses and spaces).
 UNREAD = "(entries not read)"
+# Where a worker's performs run, and what its morgue does at retries exhausted (Worker.isolation,
+# Worker.morgue_policy): recorded so that a console without the app's code can flag performs past
+# their time_limit and count the ids a whole_id morgue holds.
+ISOLATIONS = ("thread", "process")
+MORGUE_POLICIES = ("oldest_payload", "whole_id")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,14 @@ class WorkerInfo:
     batch_size: int = 1
     # unix time of the last registration (a server's start, a producer's first enqueue); 0 when unknown
     registered_at: float = field(default=0.0, compare=False)
+    time_limit: float | None = None  # seconds; None: no limit
+    isolation: str = "thread"
+    morgue_policy: str = "oldest_payload"
+
+    @property
+    def holds_dead_ids(self) -> bool:
+        """Whether every id in the morgue is held: later payloads join it instead of being performed."""
+        return self.morgue_policy == "whole_id"
 
 
 @dataclass(frozen=True)
@@ -78,11 +91,21 @@ def checked(info: WorkerInfo) -> WorkerInfo:
     check_shards_count(info.shards_count)
     check_positive(info.max_retry_count, "max_retry_count")
     check_positive(info.batch_size, "batch_size")
+    limit = info.time_limit
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                              or not math.isfinite(limit) or limit <= 0):
+        raise ValueError(f"time_limit must be a positive number of seconds or null, got {limit!r}")
+    if info.isolation not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {info.isolation!r:.100}")
+    if info.morgue_policy not in MORGUE_POLICIES:
+        raise ValueError(f"morgue_policy must be one of {', '.join(MORGUE_POLICIES)}, "
+                         f"got {info.morgue_policy!r:.100}")
     return info
 
 
 def info_of(worker: type[Worker]) -> WorkerInfo:
-    return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size)
+    return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size,
+                      time_limit=worker.time_limit, isolation=worker.isolation, morgue_policy=worker.morgue_policy)
 
 
 def register(client: Transport | redis.Redis, workers: Iterable[type[Worker]]) -> None:
@@ -137,6 +160,10 @@ def _info(name: str, raw: bytes | str) -> WorkerInfo:
         max_retry_count=data.get("max_retry_count", 25),
         batch_size=data.get("batch_size", 1),
         registered_at=_time(data.get("registered_at", 0.0)),
+        # Absent from entries written before they were recorded: the defaults.
+        time_limit=data.get("time_limit"),
+        isolation=data.get("isolation", "thread"),
+        morgue_policy=data.get("morgue_policy", "oldest_payload"),
     )
 
 
