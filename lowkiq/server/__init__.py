@@ -10,9 +10,12 @@ same step; a live owner's batch is never touched.
 
 Stopping (SIGTERM, SIGINT, ``shutdown()``): the process tells the others it
 is draining, every thread finishes its batch, acknowledges it and releases
-its shards, and the process leaves the membership. A perform still running
-after ``shutdown_timeout`` (or at a second signal) is left behind: its shard
-is taken over when its lease expires and that batch runs again.
+its shards, and the process leaves the membership; child processes
+(``isolation = "process"``) finish their batch and exit. A thread-isolated
+perform still running after ``shutdown_timeout`` (or at a second signal) is
+left behind: its shard is taken over when its lease expires and that batch
+runs again. A child still performing then is killed (SIGKILL) and reaped
+before the process exits, and its batch goes back to the queue at once.
 
 Example::
 
@@ -34,6 +37,7 @@ from ..store import eviction
 from . import signals
 from .cpu_pinning import cpu_of, pin
 from .crash_isolation import CrashIsolation
+from .isolation import kill_all_children, serving
 from .keeper import Keeper
 from .processor import Processor
 from .waker import Waker
@@ -42,6 +46,9 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 log = logging.getLogger("lowkiq.server")
+# Seconds an exiting server waits for the threads whose child processes it killed: each hands its
+# shards back in one round trip.
+CHILD_THREADS_WAIT = 3.0
 
 
 class Server:
@@ -93,6 +100,7 @@ class Server:
             if len(s.cpus) > 1 and s.processes == 1:
                 log.warning("server: cpus lists %d CPUs, but one process is held to one CPU: to use the others, "
                             "run --processes %d", len(s.cpus), len(s.cpus))
+        serving()
         self.runtime.register(s.workers)
         evicting = eviction.check(self.runtime.client)
         if evicting:
@@ -145,6 +153,15 @@ class Server:
                     log.info("waiting for thread %d to finish its batch (at most %.0f s more)", p.number,
                              max(0.0, deadline - time.monotonic()))
         running = [p for p in self.processors if p.thread.is_alive()]
+        # No child process may outlive this one, and one killed and reaped cannot write any more: its
+        # thread writes nothing for its batch and hands its shards back, which puts the batch back in
+        # the queue now rather than when the lease expires. A short wait for those threads (a
+        # thread-isolated perform cannot be stopped: it is left behind as before).
+        if running and kill_all_children():
+            until = time.monotonic() + CHILD_THREADS_WAIT
+            for p in running:
+                p.join(max(0.0, until - time.monotonic()))
+            running = [p for p in running if p.thread.is_alive()]
         if running:
             log.warning("exiting with %d performs still running; their shards are taken over when their leases "
                         "expire (%.0f s) and those batches run again", len(running), self.settings.lease_ttl)

@@ -129,7 +129,8 @@ class Outcome:
     ``kind``: "ok"; "error" (perform raised an Exception: ``message``, ``traceback``); "partial"
     (PartialFailure: ``failures`` {id: (message, traceback)}); "stop" (a BaseException such as
     SystemExit: the batch fails and the server stops); "timeout" (killed past time_limit + grace);
-    "crashed" (the child died: ``message`` says how).
+    "crashed" (the child died: ``message`` says how); "abandoned" (the exiting server killed the
+    child: nothing is written, the batch goes back to the queue with the shard).
     """
 
     kind: str
@@ -206,6 +207,13 @@ class Child:
         size = HEADER.unpack(_read(self.from_child, HEADER.size))[0]
         return pickle.loads(_read(self.from_child, size))
 
+    def kill_for_exit(self) -> int:
+        """SIGKILL and reap, from the stopping server's main thread. The pipes stay open: the thread that
+        owns this child is reading them, and closes them itself once it sees the child's end."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGKILL)
+        return self.process.wait()  # Popen serializes waits: the owner's own wait returns the same code
+
     def kill(self) -> int:
         """SIGKILL, then reap: when this returns, the process and every thread of it are gone."""
         with contextlib.suppress(ProcessLookupError):
@@ -276,6 +284,8 @@ class ChildSlot:
         except (EOFError, OSError):
             code = child.kill()  # dead already: reap it
             self.child = None
+            if _exiting.is_set():
+                return _abandoned(child.pid)
             return Outcome("crashed", f"the child process performing the batch died ({_how(code)})")
         child.batches += 1
         kind, rss_mib = reply[0], reply[-1]
@@ -289,6 +299,8 @@ class ChildSlot:
         return outcome
 
     def _ready(self) -> Child | Outcome:
+        if _exiting.is_set():
+            return _abandoned(None)
         if self.child is not None:
             return self.child
         try:
@@ -305,6 +317,11 @@ class ChildSlot:
             return Outcome("crashed", f"the child process could not load the app: {hello[1]}")
         log.info("%s: child process %d started", self.name, child.pid)
         self.child = child
+        # After publishing it: kill_all_children either sees this child or was called before this check.
+        if _exiting.is_set():
+            self.child = None
+            child.kill()
+            return _abandoned(child.pid)
         return child
 
     def _recycle(self, child: Child, rss_mib: float) -> None:
@@ -364,10 +381,37 @@ def close_thread_children(timeout: float = 5.0) -> None:
         slot.close(timeout)
 
 
-def kill_all_children() -> None:
-    """Exiting without waiting for performs (a second signal): no child may outlive this process."""
+# Set once the server exits without waiting for the performs still running: a child that dies from
+# then on was killed by its server, not crashed, and no new child starts.
+_exiting = threading.Event()
+
+
+def _abandoned(pid: int | None) -> Outcome:
+    return Outcome("abandoned", "the server is exiting without waiting for this perform" +
+                   (f": its child process {pid} was killed and reaped" if pid is not None else ""))
+
+
+def serving() -> None:
+    """A server starts in this process (an embedded one may follow another that exited): children may start."""
+    _exiting.clear()
+
+
+def kill_all_children() -> list[int]:
+    """The server exits without waiting for the performs still running (a second signal, or past
+    ``shutdown_timeout``): SIGKILL every child and reap it. Returns their pids.
+
+    When this returns no child of this process runs any more, so the batches they performed can go
+    back to the queue at once (their threads answer "abandoned", write no outcome, and hand their
+    shards back, which restores those batches) rather than when their leases expire.
+    """
+    _exiting.set()
     with _slots_lock:
         slots = list(_slots.values())
-        _slots.clear()
+    killed = []
     for slot in slots:
-        slot.kill()
+        child = slot.child
+        if child is not None and child.process.returncode is None:
+            code = child.kill_for_exit()
+            killed.append(child.pid)
+            log.warning("%s: child process %d killed (%s) as the server exits", slot.name, child.pid, _how(code))
+    return killed

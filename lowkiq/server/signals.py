@@ -2,8 +2,10 @@
 
 SIGTERM and SIGINT ask the threads to stop after their current batch; an
 idle thread is woken at once. A second signal stops waiting for performs
-still running: the process releases what it can and exits, and the shards
-of those performs are taken over when their leases expire. SIGTTIN dumps every thread's
+still running: child processes (``isolation = "process"``) are killed with
+SIGKILL and reaped, and their batches go back to the queue; the process
+releases what it can and exits, and the shards of thread-isolated performs
+still running are taken over when their leases expire. SIGTTIN dumps every thread's
 stack to ``settings.ttin_file`` and to the log, for a server that seems stuck.
 """
 
@@ -50,7 +52,8 @@ def install(stop: threading.Event, ttin_file: str, force: threading.Event | None
     def on_stop(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if stop.is_set():
-            log.info("%s again: exiting without waiting for the performs still running", name)
+            log.info("%s again: exiting without waiting for the performs still running (child processes are "
+                     "killed)", name)
             if force is not None:
                 force.set()
         else:
