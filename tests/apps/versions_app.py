@@ -1,7 +1,9 @@
 """The app of the lease fault tests: versions of hot ids, each perform recorded with its interval.
 
 Environment: APP_SHARDS, APP_BATCH_SIZE, APP_PERFORM_SECONDS (mean sleep per perform), APP_HANG=1 (this
-process sleeps in a perform whose payload says "hang"). A payload {"crash": true} SIGKILLs its process.
+process sleeps in a perform whose payload says "hang"), APP_ISOLATION ("thread"; "process": this server
+performs in child processes). A payload {"crash": true} SIGKILLs its process (with process isolation, the
+child). Each record names the process's parent, so that a child's performs can be told to its server.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class Versions(lowkiq.Worker):
     shards_count = SHARDS
     batch_size = BATCH
     max_retry_count = 1000
+    isolation = os.environ.get("APP_ISOLATION", "thread")
 
     def retry_in(self, retry_count: int) -> float:
         return 0.1
@@ -40,7 +43,7 @@ class Versions(lowkiq.Worker):
                     time.sleep(payload["hang"])
         time.sleep(SLEEP * 2 * random.random())
         record("perform", worker="Versions", batch=payloads_by_id, start=start, end=time.time(),
-               token=list(lowkiq.context().fencing_token))
+               token=list(lowkiq.context().fencing_token), parent=os.getppid())
 
 
 lowkiq.configure(workers=[Versions])
