@@ -53,7 +53,7 @@ class RedisOutOfMemory(PartialEnqueue, redis.exceptions.OutOfMemoryError):
 
     Redis answers ``OOM command not allowed when used memory > 'maxmemory'`` when it
     reached ``maxmemory`` under the ``noeviction`` policy (the policy lowkiq needs: see
-    README, Redis). A push refused that way wrote nothing of its shard's slice, so
+    docs/redis.md). A push refused that way wrote nothing of its shard's slice, so
     ``not_written`` lists exactly the jobs to enqueue again once Redis has room, and
     ``written`` those that are queued (a PartialEnqueue, whose handling applies as is);
     ``nodes`` names the Redis nodes that refused. It is also redis-py's
@@ -96,7 +96,7 @@ class LayoutMismatch(LowkiqError):
             f"{worker_name}: shards_count is {here} here, but queue {queue_name!r} is split into {recorded} "
             f"shards in Redis (recorded by the producers and servers that used it first). Give every process the "
             f"same shards_count; to change the layout on purpose, stop its servers and producers, drain the queue, "
-            f"then run `lowkiq -r APP.py --change-layout {worker_name}` (see README, Operations)."
+            f"then run `lowkiq -r APP.py --change-layout {worker_name}` (see docs/operations.md)."
         )
 
 

@@ -108,7 +108,7 @@ def test_every_key_a_script_touches_is_in_its_shards_hash_slot():
         assert all(k.startswith("lowkiq:v1:{orders:eu:") for k in shard.all())
         slots |= shard_slots
     assert len(slots) > 12  # shards spread over the cluster
-    assert len(set(ShardKeys("q", 0).all())) == 20
+    assert len(set(ShardKeys("q", 0).all())) == 21
 
 
 def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
@@ -125,9 +125,10 @@ def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
             text = entry.read_text(encoding="utf-8")
             # Only the scripts of the one {lowkiq} slot (membership, layouts, audit, pauses, history) and the
             # registry's, and a bulk action's confirmation (its own slot), take other keys than a shard's; the
-            # schedule scripts take a shard's keys and then one more of its slot, the schedules hash (the last).
+            # schedule scripts take a shard's keys and then one more of its slot, the schedules hash (the last);
+            # a group's permits live in the group's own slot.
             on_lowkiq_slot = entry.name.startswith(("member_", "layout.", "audit.", "pause.", "history.",
-                                                    "registry_", "confirm_take.", "schedule_"))
+                                                    "registry_", "confirm_take.", "schedule_", "permit_"))
             assert "KEYS[" not in text or on_lowkiq_slot, f"{entry.name} indexes KEYS itself"
             used |= set(re.findall(r"\bK_[A-Z_]+\b", text))
     assert used == set(names)

@@ -4,7 +4,18 @@ cross-site posts out), and an X-Forwarded-Prefix that must be a plain path."""
 from __future__ import annotations
 
 import pytest
-from webui_support import OrdersWorker, app, client, counts, host_app, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import (  # noqa: F401 - fixtures
+    WORKERS,
+    OrdersWorker,
+    app,
+    client,
+    counts,
+    host_app,
+    make_dead,
+    runtime,
+)
+
+import lowkiq
 
 from lowkiq.store import audit, pausing, registry
 from lowkiq.webui import create_app
@@ -56,34 +67,45 @@ def test_every_405_names_the_methods_allowed(redis_url, runtime, mounted):
 
 
 def optional_body_posts() -> list[str]:
-    """Every POST whose request body the OpenAPI document marks optional, with a worker filled in."""
+    """Every POST whose request body the OpenAPI document marks optional, with a worker and a schedule filled in."""
     found = []
     for path, item in document("/", basic_auth=False)["paths"].items():
         post = item.get("post")
         if post is not None and post.get("requestBody", {}).get("required") is False:
-            found.append(path.replace("{worker}", "OrdersWorker"))
+            found.append(path.replace("{worker}", "OrdersWorker").replace("{name}", "hourly"))
     return sorted(found)
 
 
-def test_seven_posts_take_an_optional_body():
-    assert [p.rsplit("/OrdersWorker/", 1)[1] for p in optional_body_posts()] == [
-        "delete_failed", "kill_failed", "morgue/delete_all", "morgue/requeue_all", "pause", "perform_all_now",
-        "resume"]
+def test_ten_posts_take_an_optional_body():
+    assert [p.removeprefix("/api/v1/") for p in optional_body_posts()] == [
+        "schedules/hourly/pause", "schedules/hourly/resume", "schedules/hourly/run",
+        *(f"workers/OrdersWorker/{action}" for action in (
+            "delete_failed", "kill_failed", "morgue/delete_all", "morgue/requeue_all", "pause", "perform_all_now",
+            "resume"))]
+
+
+@pytest.fixture
+def scheduled(configure):
+    """The console's workers, and a schedule of OrdersWorker for the schedules' actions."""
+    return configure(workers=WORKERS, schedules=[lowkiq.Schedule("hourly", OrdersWorker, every=3600)])
 
 
 @pytest.mark.parametrize("path", optional_body_posts())
-def test_a_post_with_no_body_and_no_content_type_is_taken(runtime, path):
+def test_a_post_with_no_body_and_no_content_type_is_taken(scheduled, path):
+    runtime = scheduled
     make_dead(runtime, OrdersWorker, [{"id": 1}])
     client = host_app().test_client()
     reply = client.post("/lowkiq" + path)  # what `curl -X POST` sends: no Content-Type, no body
     assert reply.status_code == 200, reply.get_data(as_text=True)
-    assert set(reply.get_json()) in ({"count"}, {"paused", "changed"})
+    assert set(reply.get_json()) in ({"count"}, {"paused", "changed"}, {"schedule", "paused", "changed"},
+                                     {"schedule", "enqueued", "scheduled_at"})
     [entry] = audit.read(runtime.client, 1)
     assert entry.source == "api"
 
 
 @pytest.mark.parametrize("path", optional_body_posts())
-def test_a_bodyless_post_from_another_site_is_still_refused(runtime, path):
+def test_a_bodyless_post_from_another_site_is_still_refused(scheduled, path):
+    runtime = scheduled
     make_dead(runtime, OrdersWorker, [{"id": 1}])
     client = host_app().test_client()
     refusals = {

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TimeLimitExceeded, WorkerCrashed
+from ..errors import LowkiqError, TimeLimitExceeded, WorkerCrashed
 
 log = logging.getLogger("lowkiq.server")
 
@@ -148,7 +148,7 @@ class Outcome:
         return ChildError(self.error_class, self.message)
 
 
-class ChildError(Exception):
+class ChildError(LowkiqError):
     """An exception raised by a perform in a child process, as the parent knows it: its class name and
     its error as ``format_error`` wrote it in the child."""
 
