@@ -148,6 +148,12 @@ class ShardKeys:
         return f"{self.tag}:group_turns"
 
     @property
+    def group_lengths_zset(self) -> str:
+        """group -> how many ids it has queued in this shard (never 0: a group with none leaves): the depth per
+        group that the console shows, its biggest groups in one ZREVRANGE."""
+        return f"{self.tag}:group_lengths"
+
+    @property
     def first_enqueued_hash(self) -> str:
         """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
         return f"{self.tag}:first_enqueued"
@@ -184,6 +190,7 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_GROUPS", "groups_zset"),
     ("K_GTURNS", "group_turns_hash"),
     ("K_FIRST", "first_enqueued_hash"),
+    ("K_GLENGTHS", "group_lengths_zset"),
 )
 
 

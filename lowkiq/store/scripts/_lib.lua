@@ -133,11 +133,22 @@ local function group_due(group, perform_in)
   redis.call('ZADD', K_GROUPS, 'LT', num(perform_in), group)
 end
 
+-- K_GLENGTHS: group -> how many ids it has queued in this shard, the console's depth per group. It moves
+-- exactly where an id enters or leaves K_GREADY (group_put, group_drop), so it always equals a count of
+-- K_GROUP_OF over the queued ids, and a read of the biggest groups is one ZREVRANGE. A group at 0 leaves it.
+local function group_count(group, by)
+  if tonumber(redis.call('ZINCRBY', K_GLENGTHS, by, group)) <= 0 then redis.call('ZREM', K_GLENGTHS, group) end
+end
+
 -- Grouped ``id`` is queued at ``perform_in`` now (its former place, if any, is forgotten).
 local function group_put(id, group, perform_in)
   local prefix = group_prefix(group)
   local old = redis.call('ZSCORE', K_GREADY, id)
-  if old then redis.call('ZREM', K_GLEX, prefix .. sortable(tonumber(old)) .. id) end
+  if old then
+    redis.call('ZREM', K_GLEX, prefix .. sortable(tonumber(old)) .. id)
+  else
+    group_count(group, 1)  -- a move inside the queue (debounce, perform now, a merge) counts nothing
+  end
   redis.call('ZADD', K_GREADY, num(perform_in), id)
   redis.call('ZADD', K_GLEX, 0, prefix .. sortable(perform_in) .. id)
   group_due(group, perform_in)
@@ -149,6 +160,7 @@ local function group_drop(id, group)
   if not old then return end
   redis.call('ZREM', K_GREADY, id)
   redis.call('ZREM', K_GLEX, group_prefix(group) .. sortable(tonumber(old)) .. id)
+  group_count(group, -1)
 end
 
 -- ``id`` was (re)queued at ``perform_in``: keep the fairness indexes in step. Two reads in a shard
