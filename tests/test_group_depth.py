@@ -13,6 +13,8 @@ from queue_support import held_lease, queue
 
 import lowkiq
 from lowkiq.store import lua
+from lowkiq.store.group_metrics import OTHER, GroupMetrics
+from lowkiq.store.metrics import FULL, STATS, MetricsReader
 
 T = 1_700_000_000.0
 
@@ -190,3 +192,49 @@ def test_whole_id_morgue_and_debounce_moves_keep_counts(r):
     assert counted(r, Whole) == {}
     assert lowkiq.current().actions(Whole).morgue_requeue(["y"]) == 1
     counted(r, Whole)
+
+
+def read_groups(worker: type[lowkiq.Worker], now: float = T, kind: str = STATS):
+    [m], _ = MetricsReader(queue(worker).client).read([worker.keys()], now, kind=kind, groups=True)
+    return m
+
+
+def test_the_read_shows_the_20_biggest_groups_and_sums_the_rest_as_other(r):
+    # group g<i> holds i + 1 ids over both shards, its oldest due 100 + i seconds ago
+    Tenants.perform_async([{"id": f"g{i}-{k}", "group": f"g{i:02}", "perform_in": T - 100 - i + k}
+                           for i in range(25) for k in range(i + 1)])
+    Tenants.perform_async([{"id": f"d{k}", "perform_in": T - 1000} for k in range(7)])  # the default group
+    Tenants.perform_async([{"id": "later", "group": "g24", "perform_in": T + 50}])
+    m = read_groups(Tenants)
+    assert [g.name for g in m.groups] == [f"g{i:02}" for i in range(24, 4, -1)] + [OTHER]
+    shown = {g.name: g for g in m.groups}
+    assert shown["g24"].length == 26 and shown["g05"].length == 6
+    assert shown["g24"].lag == pytest.approx(124) and shown["g05"].lag == pytest.approx(105)
+    assert shown[OTHER].length == 1 + 2 + 3 + 4 + 5  # exact, whatever each shard listed
+    assert shown[OTHER].lag == pytest.approx(104)  # g04's oldest: every shard lists all its groups here
+    assert sum(g.length for g in m.groups) == m.length - 7
+    # a group with nothing due has no lag; the groups leave with their ids
+    actions = lowkiq.current().actions(Tenants)
+    actions.delete([f"g{i}-{k}" for i in range(25) for k in range(i + 1)] + [f"d{k}" for k in range(7)])
+    assert read_groups(Tenants).groups == (GroupMetrics("g24", 1, 0.0),)
+    actions.delete_all()
+    assert read_groups(Tenants).groups == ()
+
+
+def test_a_shard_lists_its_own_biggest_and_the_shown_counts_are_exact(r):
+    q = queue(Tenants)
+    on = {s: [f"x{n}" for n in range(400) if q.shard_of(f"x{n}") == s] for s in range(2)}
+    # shard 0: 21 groups of 3 ids and "late" with 2 (outside its top 20); shard 1: "late" with 5
+    jobs = [{"id": on[0][3 * i + k], "group": f"big{i:02}", "perform_in": T - 10} for i in range(21) for k in range(3)]
+    jobs += [{"id": on[0][63 + k], "group": "late", "perform_in": T - 500} for k in range(2)]
+    jobs += [{"id": on[1][k], "group": "late", "perform_in": T - 20} for k in range(5)]
+    Tenants.perform_async(jobs)
+    shown = {g.name: g for g in read_groups(Tenants, kind=FULL).groups}
+    assert shown["late"].length == 7 and shown["late"].lag == pytest.approx(500)  # both shards read
+    assert len(shown) == 21 and shown[OTHER].length == 3 * 21 + 7 - 7 - 3 * 19
+
+
+def test_workers_without_groups_read_no_groups_and_write_no_group_key(r):
+    Tenants.perform_async([{"id": i} for i in range(10)])
+    assert read_groups(Tenants).groups == ()
+    assert not r.keys("*group*")

@@ -234,13 +234,16 @@ class Console:
 
     # ---- numbers --------------------------------------------------------
 
-    def metrics(self, views: list[WorkerView] | None = None, *, full: bool = True) -> list[tuple[WorkerView, QueueMetrics]]:
+    def metrics(self, views: list[WorkerView] | None = None, *, full: bool = True,
+                groups: bool = False) -> list[tuple[WorkerView, QueueMetrics]]:
         """Every shard of the given workers (all by default) in one round trip.
 
-        ``full=False`` reads only what api/v1/stats shows (length, dead, lag).
+        ``full=False`` reads only what api/v1/stats shows (length, dead, lag). ``groups``: each worker's
+        biggest groups too (store/group_metrics.py: one more round trip when a shard holds groups).
         """
         views = self.workers() if views is None else views
-        measured, _ = self._reader.read([v.keys for v in views], self.clock(), kind=FULL if full else STATS)
+        measured, _ = self._reader.read([v.keys for v in views], self.clock(), kind=FULL if full else STATS,
+                                        groups=groups)
         return list(zip(views, measured))
 
     def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any], list[Member]]:
@@ -249,13 +252,16 @@ class Console:
         measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock())
         return list(zip(views, measured)), _redis_summary(info or {}), members
 
-    def metrics_and_members(self, now: float) -> tuple[list[tuple[WorkerView, QueueMetrics]], list[Member]]:
-        """Every shard's numbers (lag as of ``now``) and the live servers, in one round trip.
+    def metrics_and_members(self, now: float, *,
+                            groups: bool = False) -> tuple[list[tuple[WorkerView, QueueMetrics]], list[Member]]:
+        """Every shard's numbers (lag as of ``now``) and the live servers, in one round trip (groups as in
+        ``metrics``).
 
         The dashboard's read without Redis INFO, which visits every node: a scraper polls this.
         """
         views = self.workers()
-        measured, _, members = self._reader.read_with_members([v.keys for v in views], now, with_info=False)
+        measured, _, members = self._reader.read_with_members([v.keys for v in views], now, with_info=False,
+                                                              groups=groups)
         return list(zip(views, measured)), members
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import redis
@@ -28,7 +28,8 @@ from ..transport import Batch, NodeReply, Transport, as_transport
 from ..transport.errors import first_error
 from ..transport.resp import pack
 from ..transport.slots import key_slot, keyset_slot
-from . import eviction, membership, pausing
+from . import eviction, group_metrics, membership, pausing
+from .group_metrics import GroupMetrics
 from .keys import QueueKeys, ShardKeys
 from .membership import Member
 from .pausing import Pause
@@ -73,6 +74,8 @@ class QueueMetrics:
     paused: Pause | None = None  # who paused the queue and when; None while it runs
     # False when the read's shard budget left the queue out: its numbers are zeros, not readings.
     measured: bool = True
+    # Its biggest groups and "(other)" (group_metrics), when the read asked for groups and it holds grouped ids.
+    groups: tuple[GroupMetrics, ...] = ()
 
 
 # Commands per shard: what api/v1/stats needs, and what the dashboard needs.
@@ -104,38 +107,45 @@ class MetricsReader:
         self._packed: dict[tuple[Any, ...], Batch] = {}
         self._lock = threading.Lock()
 
-    def read(self, queues: Sequence[QueueKeys], now: float, *, kind: str = FULL,
-             with_info: bool = False) -> tuple[list[QueueMetrics], dict[str, Any] | None]:
-        """Metrics of ``queues`` (and Redis INFO of every node when asked), in one round trip."""
-        measured, info, _ = self._read(queues, now, kind, with_info, with_members=False)
+    def read(self, queues: Sequence[QueueKeys], now: float, *, kind: str = FULL, with_info: bool = False,
+             groups: bool = False) -> tuple[list[QueueMetrics], dict[str, Any] | None]:
+        """Metrics of ``queues`` (and Redis INFO of every node when asked), in one round trip; with ``groups``,
+        each queue's biggest groups too (one more round trip when a shard holds groups: group_metrics)."""
+        measured, info, _ = self._read(queues, now, kind, with_info, with_members=False, groups=groups)
         return measured, info
 
-    def read_with_members(self, queues: Sequence[QueueKeys], now: float, *,
-                          with_info: bool = True) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
+    def read_with_members(self, queues: Sequence[QueueKeys], now: float, *, with_info: bool = True,
+                          groups: bool = False) -> tuple[list[QueueMetrics], dict[str, Any], list[Member]]:
         """Every metric, Redis INFO of every node (unless told not to) and the live server processes,
-        in one round trip."""
-        measured, info, members = self._read(queues, now, FULL, with_info, with_members=True)
+        in one round trip (and groups as in ``read``)."""
+        measured, info, members = self._read(queues, now, FULL, with_info, with_members=True, groups=groups)
         return measured, info or {}, members
 
-    def _read(self, queues: Sequence[QueueKeys], now: float, kind: str, with_info: bool,
-              with_members: bool) -> tuple[list[QueueMetrics], dict[str, Any] | None, list[Member]]:
+    def _read(self, queues: Sequence[QueueKeys], now: float, kind: str, with_info: bool, with_members: bool,
+              groups: bool = False) -> tuple[list[QueueMetrics], dict[str, Any] | None, list[Member]]:
         fits = within_budget(queues, self.shard_budget)
-        batch = self._pack(tuple(keys for keys, fit in zip(queues, fits) if fit), kind, with_members)
+        batch = self._pack(tuple(keys for keys, fit in zip(queues, fits) if fit), kind, with_members, groups)
         replies, nodes = self.transport.execute(batch, each_node=("INFO",) if with_info else None, replicas=True)
         first_error(replies)
         paused = pausing.parse_all(replies[-1])
         members = membership.from_replies(replies[-1 - len(membership.READ_COMMANDS):-1]) if with_members else []
         per_shard = 3 if kind == STATS else 6
+        extra = group_metrics.COMMANDS_PER_SHARD if groups else 0
         out = []
+        by_groups: dict[int, list[group_metrics.ShardGroups]] = {}  # queue's index in out -> its shards' groups
         position = 0
         for keys, fit in zip(queues, fits):
             if not fit:
                 out.append(not_measured(keys.queue_name, paused.get(keys.queue_name)))
                 continue
             shards = []
-            for _ in range(keys.shards_count):
+            grouped = []
+            for shard in range(keys.shards_count):
                 r = replies[position : position + per_shard]
-                position += per_shard
+                if extra:
+                    grouped.append(group_metrics.parse_shard(keys.shard(shard), replies[position + per_shard :
+                                                                                        position + per_shard + extra]))
+                position += per_shard + extra
                 head = _head_score(r[2])
                 if kind == STATS:
                     shards.append(ShardMetrics(r[0], 0, r[1], 0, 0, 0, head))
@@ -143,17 +153,27 @@ class MetricsReader:
                     processed, failed = r[5]
                     shards.append(ShardMetrics(r[0], r[3], r[1], r[4], int(processed or 0), int(failed or 0), head))
             out.append(_queue(keys.queue_name, shards, now, paused.get(keys.queue_name)))
+            if grouped:
+                by_groups[len(out) - 1] = grouped
+        if by_groups:
+            read = group_metrics.read(self.transport, list(by_groups.values()), now)
+            for index, found in zip(by_groups, read, strict=True):
+                out[index] = replace(out[index], groups=found)
         return out, redis_info(nodes) if with_info else None, members
 
-    def _pack(self, queues: tuple[QueueKeys, ...], kind: str, with_members: bool = False) -> Batch:
-        cache_key = (queues, kind, with_members)
+    def _pack(self, queues: tuple[QueueKeys, ...], kind: str, with_members: bool = False,
+              groups: bool = False) -> Batch:
+        cache_key = (queues, kind, with_members, groups)
         batch = self._packed.get(cache_key)
         if batch is None:
             packed, slots = [], []
             for keys in queues:
                 for shard in keys.shards():
                     slot = keyset_slot(shard)
-                    for command in _shard_commands(shard, kind):
+                    commands = _shard_commands(shard, kind)
+                    if groups:
+                        commands += group_metrics.shard_commands(shard)
+                    for command in commands:
                         packed.append(pack(command))
                         slots.append(slot)
             control = [*membership.READ_COMMANDS] if with_members else []
