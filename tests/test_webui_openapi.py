@@ -239,6 +239,17 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     assert answers[DOC] == spec.doc
 
 
+def test_stats_with_groups_match_their_schema(client, spec, runtime, clock):
+    # 21 groups: the 20 biggest and "(other)", the most the document allows
+    OrdersWorker.perform_async([{"id": f"g{i}-{k}", "group": f"g{i:02}", "perform_in": clock() - i}
+                                for i in range(21) for k in range(i + 1)])
+    data = spec.check(client.get(url("/api/v1/stats")), "/api/v1/stats")
+    assert len(data["by_worker"]["OrdersWorker"]["groups"]) == 21 and "groups" not in data["total"]
+    with pytest.raises(ValidationError):  # the schema binds: a group without its lag is refused
+        spec.validator(spec.response_pointer("/api/v1/stats", "get", 200)).validate(
+            {**data, "by_worker": {"OrdersWorker": {**data["by_worker"]["OrdersWorker"], "groups": {"g": {"length": 1}}}}})
+
+
 def test_documented_defaults_are_the_defaults(client, spec, seeded):
     for path in get_paths(spec):
         for param in map(spec.deref, spec.operation(path, "get").get("parameters", [])):

@@ -64,7 +64,7 @@ def morgue_job_json(job: MorgueJob, *, traceback: bool = False) -> dict[str, Any
 def api_stats() -> Response:
     """Exactly SPEC's shape: length = fresh + retries; total lag = the largest."""
     c = console()
-    everything = c.metrics(full=False)
+    everything = c.metrics(full=False, groups=True)
     rows = [(view, m) for view, m in everything if m.measured]
     # Workers past the read's shard budget: named, never shown as zeros (absent when there are none).
     unmeasured = [view.name for view, m in everything if not m.measured]
@@ -72,9 +72,12 @@ def api_stats() -> Response:
     # registry's morgue_policy: no read more. Only for whole_id workers, and in total when there is one:
     # without them the answer keeps SPEC's exact shape.
     holding = [view for view, _ in rows if view.info.holds_dead_ids]
+    # groups: queued ids per group, the 20 biggest and "(other)" (store/group_metrics.py), only for workers
+    # with grouped ids queued: a worker without groups keeps SPEC's shape.
     by_worker = {
         view.name: {"length": m.length, "morgue_length": m.morgue_length, "lag": m.lag,
-                    **({"held": m.morgue_length} if view.info.holds_dead_ids else {})}
+                    **({"held": m.morgue_length} if view.info.holds_dead_ids else {}),
+                    **({"groups": groups_json(m)} if m.groups else {})}
         for view, m in rows
     }
     total = {
@@ -87,6 +90,10 @@ def api_stats() -> Response:
     broken = {entry.name: entry.problem for entry in c.broken()}
     return reply({"total": total, "by_worker": by_worker, **({"broken": broken} if broken else {}),
                   **({"not_measured": not_measured_json(unmeasured)} if unmeasured else {})})
+
+
+def groups_json(m: QueueMetrics) -> dict[str, dict[str, Any]]:
+    return {g.name: {"length": g.length, "lag": g.lag} for g in m.groups}
 
 
 def held(view: WorkerView, m: QueueMetrics) -> int:

@@ -227,8 +227,22 @@ SCHEMAS: Json = {
                                              "is whole_id (payloads enqueued for it join it until an operator "
                                              "requeues or deletes it). Only for whole_id workers, and in total "
                                              "when there is one."},
+            "groups": {"type": "object", "additionalProperties": _schema("GroupStats"), "minProperties": 1,
+                       "maxProperties": 21,
+                       "description": "Queued ids per group (docs/fairness.md): the 20 biggest groups by name, and "
+                                      "\"(other)\" summing every other grouped id. Only in by_worker, for workers "
+                                      "with grouped ids queued; jobs without a group are not in it."},
         },
-        optional=["held"],
+        optional=["held", "groups"],
+    ),
+    "GroupStats": _object(
+        {
+            "length": {**COUNT, "description": "The group's queued ids, in every shard (exact)."},
+            "lag": {**SECONDS, "description": "Seconds since the group's oldest queued id was due; 0 when none is "
+                                              "due. For \"(other)\": the largest lag among the other groups each "
+                                              "shard lists among its 20 biggest."},
+        },
+        "One group of a worker.",
     ),
     "Stats": _object(
         {

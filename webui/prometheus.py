@@ -74,7 +74,7 @@ class Reading:
 def read(c: Console) -> Reading:
     started = time.monotonic()
     now = c.clock()
-    rows, members = c.metrics_and_members(now)
+    rows, members = c.metrics_and_members(now, groups=True)  # a second round trip only when a shard holds groups
     broken = len(c.broken())
     over = over_time_limit(c, rows)  # a second round trip only when a worker with a time_limit is busy
     return Reading(rows, members, broken, now, time.monotonic() - started, over)
@@ -114,6 +114,8 @@ class QueueCollector(Collector):
                 over.add_metric(_labels(view), reading.over_time_limit[view.name])
         yield over
 
+        yield from _group_gauges(rows)
+
         shards = GaugeMetricFamily("lowkiq_shards", "Shards of the worker's queue", labels=WORKER_LABELS)
         # From the live servers' heartbeats (a second old at most), as the dashboard's "no server" warning:
         # reading every shard's lease would cost a second round trip.
@@ -143,6 +145,23 @@ class QueueCollector(Collector):
                                 "dashboard for each one's problem)", value=reading.broken)
         yield GaugeMetricFamily("lowkiq_scrape_duration_seconds", "Time this scrape spent reading Redis",
                                 value=reading.seconds)
+
+
+def _group_gauges(rows: list[tuple[WorkerView, QueueMetrics]]) -> Iterator[Metric]:
+    """Per group of workers with grouped ids queued: at most 21 series per worker each (the 20 biggest groups and
+    "(other)", store/group_metrics.py), however many groups (tenants) a queue holds."""
+    labels = (*WORKER_LABELS, "group")
+    length = GaugeMetricFamily("lowkiq_group_length", "Ids of the group in the worker's queue, due or not: the 20 "
+                               "biggest groups, the other grouped ids summed as group=\"(other)\"", labels=labels)
+    lag = GaugeMetricFamily("lowkiq_group_lag_seconds", "How long the group's most overdue queued job has been "
+                            "due; 0 when none is (\"(other)\": the largest the read saw among the other groups)",
+                            labels=labels)
+    for view, m in rows:
+        for group in m.groups:
+            length.add_metric([*_labels(view), group.name], group.length)
+            lag.add_metric([*_labels(view), group.name], group.lag)
+    yield length
+    yield lag
 
 
 def _labels(view: WorkerView) -> list[str]:

@@ -227,7 +227,7 @@ def worker_counts(worker: str) -> str:
     """The tab counts, loaded after the page so that a listing stays two round trips."""
     c = console()
     view = c.worker(worker)
-    [(_, metrics)] = c.metrics([view])
+    [(_, metrics)] = c.metrics([view], groups=True)  # a second round trip only when a shard holds groups
     now = c.clock()
     hours = history_chart.WINDOWS[0]
     minutes = history_chart.read(c.client, [view.info.queue_name], hours, now)[view.info.queue_name]
