@@ -40,10 +40,10 @@ demo: | $(BIN)/python
 	@$(EDITABLE_HERE) 2>/dev/null || $(BIN)/pip install -q -e .
 	$(BIN)/lowkiq-demo
 
-# Lint and strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
+# Lint of the product, its tests, benchmarks and docs scripts; strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
 # installed, through a tree of links in build/typecheck.
 lint: install
-	$(BIN)/ruff check lowkiq webui
+	$(BIN)/ruff check lowkiq webui tests bench docs
 	@rm -rf build/typecheck && mkdir -p build/typecheck/lowkiq
 	@for f in lowkiq/*; do ln -s "$(CURDIR)/$$f" build/typecheck/lowkiq/; done
 	@ln -s "$(CURDIR)/webui" build/typecheck/lowkiq/webui

@@ -176,7 +176,9 @@ class LowkiqServer:
         self.env = {**os.environ, "LOWKIQ_REDIS_URL": redis_url, **(env or {})}
         self.env.pop("REDIS_URL", None)
         self.process: subprocess.Popen[bytes] | None = None
-        self.stderr = tempfile.NamedTemporaryFile(prefix="lowkiq-bench-server-", suffix=".log", delete=False)
+        # Kept open for the server's whole life, read after it stops (closed in __exit__).
+        self.stderr = tempfile.NamedTemporaryFile(  # noqa: SIM115
+            prefix="lowkiq-bench-server-", suffix=".log", delete=False)
 
     def __enter__(self) -> LowkiqServer:
         command = [*self.command, "-r", str(self.app), "--threads", str(self.threads),

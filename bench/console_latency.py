@@ -37,7 +37,8 @@ SLICE = 10_000
 
 
 def make_workers() -> list[type[lowkiq.Worker]]:
-    return [type(f"Worker{n:02d}", (lowkiq.Worker,), {"shards_count": SHARDS, "perform": lambda self, p: None}) for n in range(WORKERS)]
+    return [type(f"Worker{n:02d}", (lowkiq.Worker,), {"shards_count": SHARDS, "perform": lambda self,
+                                                      p: None}) for n in range(WORKERS)]
 
 
 def seed(runtime: lowkiq.runtime.Runtime, workers: list[type[lowkiq.Worker]]) -> None:
@@ -45,7 +46,8 @@ def seed(runtime: lowkiq.runtime.Runtime, workers: list[type[lowkiq.Worker]]) ->
     dead_worker = workers[0]
     # The morgue first, in the first worker: take and fail everything, then kill the failed.
     for start in range(0, DEAD, SLICE):
-        dead_worker.perform_async([{"id": f"dead-{i}", "payload": {"n": i, "note": "x" * 40}} for i in range(start, start + SLICE)])
+        dead_worker.perform_async([{"id": f"dead-{i}", "payload": {"n": i, "note": "x" * 40}} for i in range(start,
+                                                                                                             start + SLICE)])
     queue = runtime.queue(dead_worker)
     for shard in range(SHARDS):
         lease = queue.acquire(shard, "bench-seed", ttl=600)
@@ -130,7 +132,7 @@ def main() -> None:
             proc = subprocess.Popen(
                 cwd=tempfile.gettempdir(),
                 args=[str(gunicorn), "-w", "1", "--threads", "4", "-b", f"127.0.0.1:{port}", "lowkiq.webui:create_app()"],
-                env=env, stdout=subprocess.DEVNULL, stderr=open(os.devnull, "w") if not os.environ.get("BENCH_VERBOSE") else None,
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if not os.environ.get("BENCH_VERBOSE") else None,
             )
             try:
                 base = f"http://127.0.0.1:{port}"

@@ -93,7 +93,8 @@ def write(path: Path, items: Sequence[tuple[ItemResult, dict[str, Any]]], machin
         f"- Redis {machine['redis']} (system `redis-server`, private instance, `--save \"\" --appendonly no`, "
         f"loopback TCP); Python {machine['python']}.",
         f"- Packages: {machine['packages']}.",
-        "- Timings are medians of the runs listed in parentheses; targets are issue 5's, and issue 14's where it raised them (enqueue, CPU per job, memory, merging, item 11).",
+        "- Timings are medians of the runs listed in parentheses; targets are issue 5's, and issue 14's where it "
+        "raised them (enqueue, CPU per job, memory, merging, item 11).",
         "",
         "## Targets",
         "",

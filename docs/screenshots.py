@@ -65,10 +65,12 @@ def seed(runtime: lowkiq.runtime.Runtime) -> None:
     for n, worker in enumerate(WORKERS):
         jobs = []
         for i in range(400 * (n + 1)):
-            payload = {"order_id": 10_000 + i, "status": rng.choice(["paid", "shipped", "refunded"]), "amount": round(rng.uniform(5, 500), 2)}
+            payload = {"order_id": 10_000 + i, "status": rng.choice(["paid", "shipped", "refunded"]),
+                       "amount": round(rng.uniform(5, 500), 2)}
             if i % 37 == 0:
                 payload["lines"] = [{"sku": f"SKU-{rng.randint(1000, 9999)}", "qty": rng.randint(1, 5)} for _ in range(6)]
-            jobs.append({"id": 10_000 + i, "payload": payload, "score": now - rng.uniform(0, 3600), "perform_in": now + rng.choice([0, 0, 0, 30, 600, 7200])})
+            jobs.append({"id": 10_000 + i, "payload": payload, "score": now - rng.uniform(0, 3600),
+                         "perform_in": now + rng.choice([0, 0, 0, 30, 600, 7200])})
         worker.perform_async(jobs)
     for worker in WORKERS:
         fail_some(runtime, worker, rng, rounds=2)
@@ -104,7 +106,8 @@ def process(runtime: lowkiq.runtime.Runtime, stop: threading.Event) -> None:
             if taken and taken.jobs:
                 ids = [job.id for job in taken.jobs]
                 if rng.random() < 0.15:
-                    queue.fail(lease, [(i, time.time() + 600) for i in ids], b"TimeoutError: upstream timed out", worker.max_retry_count)
+                    queue.fail(lease, [(i, time.time() + 600) for i in ids], b"TimeoutError: upstream timed out",
+                               worker.max_retry_count)
                 else:
                     queue.ack_and_take((lease, ids), None)
         time.sleep(0.01)

@@ -9,6 +9,11 @@ from redis_server import RedisServer
 
 import lowkiq
 
+# Fixtures other test modules share: the console's (a host app, a runtime, a client) and the
+# browser tests' (a console and server of their own, a Chromium page), the fault tests' (an app's worker
+# configured against the test Redis).
+pytest_plugins = ("webui_support", "browser_support", "server_support")
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:

@@ -8,11 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
+
+import lowkiq
 
 APPS = Path(__file__).parent / "apps"
 APP = APPS / "app.py"
@@ -142,3 +146,26 @@ def import_app() -> Any:
     if str(APPS) not in sys.path:
         sys.path.insert(0, str(APPS))
     return importlib.import_module("app")
+
+
+# ---- fixtures shared by the fault tests (a plugin of conftest.py) ----
+
+
+@pytest.fixture
+def runtime_of(redis_url: str, r: redis.Redis) -> Iterator[Any]:  # r: a flushed Redis
+    """Configure lowkiq against the test Redis for one worker: ``runtime_of(Worker)``."""
+    yield lambda worker: lowkiq.configure(redis_url=redis_url, workers=[worker])
+    lowkiq.runtime._current = None
+
+
+@pytest.fixture
+def versions(configure: Any) -> type[lowkiq.Worker]:
+    """The versions app's worker, configured against the test Redis with the real clock."""
+    import importlib
+
+    if str(APPS) not in sys.path:
+        sys.path.insert(0, str(APPS))
+    module = importlib.import_module("versions_app")
+    configure(workers=[module.Versions])
+    lowkiq.current().clock = time.time
+    return module.Versions

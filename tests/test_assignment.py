@@ -100,7 +100,7 @@ def test_threads_keep_their_shards_and_new_ones_go_to_the_least_loaded():
     shards = [("q", i) for i in range(6)]
     first = split_among_threads(shards, {}, 3)
     assert Counter(first.values()) == {0: 2, 1: 2, 2: 2}
-    grown = split_among_threads(shards + [("q", 6), ("q", 7)], first, 3)
+    grown = split_among_threads([*shards, ("q", 6), ("q", 7)], first, 3)
     assert all(grown[s] == first[s] for s in shards)
     shrunk = split_among_threads(shards[:2], grown, 3)
     assert all(shrunk[s] == first[s] for s in shards[:2])

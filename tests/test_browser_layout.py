@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, console, redis, seeded  # noqa: F401 - fixtures
+from browser_support import CHROMIUM
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -49,7 +49,7 @@ def wider_than_the_screen(page) -> list[str]:
     }""")
 
 
-def test_every_page_fits_a_390_px_screen(chromium, console, seeded):  # noqa: F811
+def test_every_page_fits_a_390_px_screen(chromium, console, seeded):
     page, errors = open_page(chromium, viewport=PHONE, is_mobile=True, has_touch=True)
     pages = ["/", "/workers/DeadWorker/morgue?order_by=id", "/workers/SlowWorker/enqueued",
              "/workers/SlowWorker/busy", "/workers/DeadWorker/job?id=dead-1", "/servers", "/audit", "/search?id=dead-2"]
@@ -69,7 +69,7 @@ def test_every_page_fits_a_390_px_screen(chromium, console, seeded):  # noqa: F8
     assert errors == []
 
 
-def test_the_dark_theme_follows_the_system(chromium, console, seeded):  # noqa: F811
+def test_the_dark_theme_follows_the_system(chromium, console, seeded):
     def background(scheme: str) -> list[int]:
         page, errors = open_page(chromium, color_scheme=scheme)
         page.goto(console + "/workers/DeadWorker/morgue?order_by=id")
@@ -85,7 +85,7 @@ def test_the_dark_theme_follows_the_system(chromium, console, seeded):  # noqa: 
     assert light_bg > 600 and light_panel > 600 and light_ink < 200
 
 
-def test_times_switch_between_utc_and_local_and_stay_switched(chromium, console, seeded):  # noqa: F811
+def test_times_switch_between_utc_and_local_and_stay_switched(chromium, console, seeded):
     page, errors = open_page(chromium, timezone_id="America/New_York")
     page.goto(console + "/workers/DeadWorker/morgue?order_by=id")
     first = page.locator("[data-time]").first
@@ -107,7 +107,7 @@ def test_times_switch_between_utc_and_local_and_stay_switched(chromium, console,
     assert errors == []
 
 
-def test_a_time_filter_uses_a_date_time_picker_in_the_browser_s_zone(chromium, console, seeded):  # noqa: F811
+def test_a_time_filter_uses_a_date_time_picker_in_the_browser_s_zone(chromium, console, seeded):
     page, errors = open_page(chromium, timezone_id="Asia/Tokyo")
     page.goto(console + "/workers/SlowWorker/enqueued?order_by=id")
     assert page.locator("form.filters input[name=min]").get_attribute("type") == "text"  # ids: text
@@ -129,7 +129,7 @@ def test_a_time_filter_uses_a_date_time_picker_in_the_browser_s_zone(chromium, c
 
 
 def test_a_time_bound_left_alone_is_sent_back_exactly_and_a_switch_of_order_clears_the_bounds(
-        chromium, console, seeded):  # noqa: F811
+        chromium, console, seeded):
     page, errors = open_page(chromium)
     warnings: list[str] = []
     page.on("console", lambda m: warnings.append(m.text) if m.type == "warning" else None)

@@ -4,12 +4,12 @@ jobs a filter shows (counted on a confirmation page, then confirmed), pause and 
 from __future__ import annotations
 
 import pytest
-from test_browser import DeadWorker, console, page, redis, seeded  # noqa: F401 - fixtures
+from browser_support import DeadWorker
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_search_an_id_and_land_on_its_job_page(page, console):  # noqa: F811
+def test_search_an_id_and_land_on_its_job_page(page, console):
     page.goto(console + "/")
     page.fill(".topbar-search input[name=id]", "dead-3")
     page.press(".topbar-search input[name=id]", "Enter")
@@ -20,7 +20,7 @@ def test_search_an_id_and_land_on_its_job_page(page, console):  # noqa: F811
     assert page.locator("#job-queued").count() == 0  # one place only: it is dead, not queued
 
 
-def test_filter_the_morgue_see_the_count_then_requeue_exactly_those(page, console, seeded):  # noqa: F811
+def test_filter_the_morgue_see_the_count_then_requeue_exactly_those(page, console, seeded):
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(console + "/workers/DeadWorker/morgue?order_by=id&min=dead-1&max=dead-3")
     button = page.locator("#requeue-matching")
@@ -40,7 +40,7 @@ def test_filter_the_morgue_see_the_count_then_requeue_exactly_those(page, consol
     assert sorted(j.id for j in q.enqueued(order_by="id").rows) == ["dead-1", "dead-2", "dead-3"]
 
 
-def test_pause_then_resume_from_the_worker_page(page, console, seeded):  # noqa: F811
+def test_pause_then_resume_from_the_worker_page(page, console, seeded):
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(console + "/workers/SlowWorker/enqueued")
     page.click('[data-pause="pause"]')  # arrives with the tab counts

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browser_support import BIN, CHROMIUM, stop, wait_http
 from redis_server import RedisServer, free_port
-from test_browser import BIN, CHROMIUM, stop, wait_http
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

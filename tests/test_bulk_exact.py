@@ -7,15 +7,7 @@ import json
 import re
 
 from server_support import run_cli
-from webui_support import (  # noqa: F401 - fixtures
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    csrf,
-    make_dead,
-    runtime,
-)
+from webui_support import OrdersWorker, counts, csrf, make_dead
 
 from lowkiq.store import audit, confirmations
 

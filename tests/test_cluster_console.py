@@ -8,6 +8,7 @@ import pytest
 import redis
 from cluster_support import covering_worker
 from queue_support import held_lease
+from test_webui_prometheus import scrape
 from webui_support import fail, host_app, make_dead
 
 import lowkiq
@@ -148,3 +149,14 @@ def _same_after(both, workers, clock, worker, action, args) -> None:
         ))
     assert counts[0] == counts[1] > 0
     assert states[0] == states[1]
+
+
+def test_a_redis_cluster_scrapes_as_one_redis_does(both: tuple[Runtime, Runtime]) -> None:
+    scraped = []
+    for rt in both:
+        lowkiq.runtime._current = rt
+        found = scrape(host_app(LOWKIQ_WEB_METRICS_PER_SHARD=True).test_client())
+        scraped.append({key: value for key, value in found.items() if key[0] != "lowkiq_scrape_duration_seconds"})
+    standalone, clustered = scraped
+    assert clustered == standalone
+    assert any(name == "lowkiq_busy" and value for (name, _), value in standalone.items())

@@ -3,6 +3,7 @@ and each id's versions reach perform in score order across batches."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 
@@ -60,7 +61,7 @@ def test_no_overlap_per_id_and_scores_non_decreasing(configure, r, redis_url, tm
     total = 0
     for job_id, calls in by_id.items():
         calls.sort(key=lambda c: c["start"])
-        for before, after in zip(calls, calls[1:]):
+        for before, after in itertools.pairwise(calls):
             assert after["start"] >= before["end"], f"id {job_id}: two performs overlapped"
         handed = [p for c in calls if c["ok"] for p in c["payloads"]]
         assert handed == sorted(handed), f"id {job_id}: scores went backwards: {handed}"

@@ -25,7 +25,8 @@ def test_redis_url_falls_back_to_lowkiq_redis_url_then_redis_url():
 
 
 def test_environment_fallbacks_and_explicit_options_win():
-    env = {"LOWKIQ_THREADS_PER_NODE": "8", "LOWKIQ_POLL_INTERVAL": "0.25", "LOWKIQ_NUMBER_OF_NODES": "3", "LOWKIQ_NODE_NUMBER": "2", "LOWKIQ_SCHEDULER": "seq", "LOWKIQ_CLIENT_POOL_SIZE": "9", "LOWKIQ_POOL_TIMEOUT": "2"}
+    env = {"LOWKIQ_THREADS_PER_NODE": "8", "LOWKIQ_POLL_INTERVAL": "0.25", "LOWKIQ_NUMBER_OF_NODES": "3",
+           "LOWKIQ_NODE_NUMBER": "2", "LOWKIQ_SCHEDULER": "seq", "LOWKIQ_CLIENT_POOL_SIZE": "9", "LOWKIQ_POOL_TIMEOUT": "2"}
     s = build_settings({}, environ=env)
     assert (s.threads_per_node, s.poll_interval, s.number_of_nodes, s.node_number, s.build_scheduler) == (8, 0.25, 3, 2, "seq")
     assert (s.client_pool_size, s.pool_timeout) == (9, 2.0)

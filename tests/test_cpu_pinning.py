@@ -17,7 +17,7 @@ from conftest import wait_until
 from execution_checks import Producer, check
 from server_support import APPS, run_cli, start_server
 from test_cli import one_line_error
-from test_leases_faults import FAST, drain, versions  # noqa: F401 - the fixture
+from test_leases_faults import FAST, drain
 from test_processes import children
 
 import lowkiq
@@ -105,7 +105,7 @@ def test_threads_started_before_the_pinning_are_held_too():
 
 @two_cpus
 @pytest.mark.slow
-def test_a_server_holds_every_thread_to_its_cpu_and_serves(versions, r, redis_url, tmp_path):  # noqa: F811
+def test_a_server_holds_every_thread_to_its_cpu_and_serves(versions, r, redis_url, tmp_path):
     cpu = ALLOWED[-1]
     server = start_server(tmp_path, redis_url, "--cpus", str(cpu), "--threads", "3", app=APP, env=FAST)
     try:
@@ -122,7 +122,7 @@ def test_a_server_holds_every_thread_to_its_cpu_and_serves(versions, r, redis_ur
 @pytest.mark.guarantee
 @pytest.mark.slow
 def test_each_process_of_processes_takes_the_next_cpu_and_a_held_child_killed_loses_nothing(
-        versions, r, redis_url, tmp_path):  # noqa: F811
+        versions, r, redis_url, tmp_path):
     cpus = (ALLOWED[0], ALLOWED[-1])
     parent = start_server(tmp_path, redis_url, "--processes", "2", "--threads", "2", "--cpus", f"{cpus[0]},{cpus[1]}",
                           app=APP, env=FAST)
@@ -160,7 +160,7 @@ def test_each_process_of_processes_takes_the_next_cpu_and_a_held_child_killed_lo
         parent.kill()
 
 
-def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_url, tmp_path):  # noqa: F811
+def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_url, tmp_path):
     refused = run_cli(tmp_path, "-r", str(APP), "--cpus", "4000", env={"LOWKIQ_REDIS_URL": redis_url, **FAST})
     assert refused.returncode == 2
     line = one_line_error(refused)
@@ -170,7 +170,7 @@ def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_u
     assert sorted(listed) == ALLOWED, line
 
 
-def test_processes_refuse_a_cpu_they_may_not_use_before_any_starts(versions, redis_url, tmp_path):  # noqa: F811
+def test_processes_refuse_a_cpu_they_may_not_use_before_any_starts(versions, redis_url, tmp_path):
     refused = run_cli(tmp_path, "-r", str(APP), "--processes", "2", "--cpus", f"{ALLOWED[0]},4000",
                       env={"LOWKIQ_REDIS_URL": redis_url, **FAST})
     assert "cpus: CPU 4000 is not one this process may run on" in one_line_error(refused)

@@ -63,8 +63,10 @@ def test_start_join_and_stop(tmp_path, monkeypatch, no_redis_env):
         client.set("shared", "yes")
         run_id = client.info("server")["run_id"]
         # Another process in the same directory joins the same server.
-        code = "import lowkiq.connection as c, redis; r = redis.Redis.from_url(c.embedded_url()); print(r.get('shared').decode(), r.info('server')['run_id'])"
-        out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+        code = ("import lowkiq.connection as c, redis; r = redis.Redis.from_url(c.embedded_url()); "
+                "print(r.get('shared').decode(), r.info('server')['run_id'])")
+        out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                             check=True).stdout.split()
         assert out == ["yes", run_id]
         assert client.config_get("appendonly")["appendonly"] == "yes"
         assert (tmp_path / ".lowkiq" / "redis.log").exists()

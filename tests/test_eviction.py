@@ -7,7 +7,7 @@ import logging
 import threading
 
 import pytest
-from webui_support import OrdersWorker, app, client, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker
 
 from lowkiq.server import Server
 from lowkiq.store import eviction
@@ -37,7 +37,7 @@ def test_only_policies_that_may_evict_any_key_put_jobs_at_risk():
     assert redis_info(nodes)["evicting"] == {"a:1": "allkeys-lru"}
 
 
-def test_the_dashboard_warns_while_redis_may_evict_jobs(client, runtime, policy, redis_url):  # noqa: F811
+def test_the_dashboard_warns_while_redis_may_evict_jobs(client, runtime, policy, redis_url):
     OrdersWorker.perform_async([{"id": "1"}])
     policy("allkeys-lru")
     page = client.get("/lowkiq/").get_data(as_text=True)
@@ -49,7 +49,7 @@ def test_the_dashboard_warns_while_redis_may_evict_jobs(client, runtime, policy,
     assert client.get("/lowkiq/api/v1/dashboard").get_json()["redis_info"]["evicting"] == {}
 
 
-def test_a_server_starting_on_such_a_redis_warns_once(runtime, policy, caplog):  # noqa: F811
+def test_a_server_starting_on_such_a_redis_warns_once(runtime, policy, caplog):
     policy("allkeys-random")
     server = Server(runtime)
     with caplog.at_level(logging.WARNING, logger="lowkiq.server"):

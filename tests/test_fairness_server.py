@@ -55,8 +55,9 @@ def test_a_late_group_is_done_within_the_first_60_completions(configure, tmp_pat
 
 
 def test_on_a_cluster_too(cluster, tmp_path):
-    import lowkiq
     from cluster_support import covering_queue
+
+    import lowkiq
 
     name = covering_queue(cluster, "tenants", 4)
     env = {"APP_SHARDS": "4", "APP_QUEUE": name}

@@ -14,7 +14,7 @@ import pytest
 from conftest import wait_until
 from execution_checks import Producer, check
 from server_support import records
-from test_leases_faults import drain, holdings, server, settled, stop_all, versions  # noqa: F401 (a fixture)
+from test_leases_faults import drain, holdings, server, settled, stop_all
 
 import lowkiq
 from lowkiq.server.assignment import MemberView, ShardId, assign, split_among_threads

@@ -8,6 +8,7 @@ nothing more under its old leases, and gets its share back by handover, not by t
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import threading
@@ -19,7 +20,7 @@ import pytest
 from conftest import wait_until
 from execution_checks import Producer, check
 from server_support import records
-from test_leases_faults import drain, holdings, in_processing, member_of, server, settled, stop_all, versions  # noqa: F401
+from test_leases_faults import drain, holdings, in_processing, member_of, server, settled, stop_all
 
 from lowkiq.store.codec import shard_of
 
@@ -93,10 +94,8 @@ class Proxy:
 
     @staticmethod
     def _close(s: socket.socket) -> None:
-        try:
+        with contextlib.suppress(OSError):
             s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         s.close()
 
 

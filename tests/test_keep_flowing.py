@@ -26,12 +26,6 @@ def flow_worker(**attrs: Any) -> type[lowkiq.Worker]:
     return type("Flow", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__, **attrs})
 
 
-@pytest.fixture
-def runtime(redis_url: str, r):  # r: a flushed Redis
-    yield lambda worker: lowkiq.configure(redis_url=redis_url, workers=[worker])
-    lowkiq.runtime._current = None
-
-
 def starts(tmp: Path, job_id: str) -> list[dict[str, Any]]:
     return sorted((r for r in records(tmp, "start") if job_id in r["batch"]), key=lambda r: r["t"])
 
@@ -58,9 +52,9 @@ def no_overlap(tmp: Path) -> None:
 
 
 @pytest.mark.guarantee
-def test_thread_time_limit_interrupts_a_pure_python_loop_and_its_shard_goes_on(tmp_path, redis_url, runtime):
+def test_thread_time_limit_interrupts_a_pure_python_loop_and_its_shard_goes_on(tmp_path, redis_url, runtime_of):
     worker = flow_worker()
-    rt = runtime(worker)
+    rt = runtime_of(worker)
     worker.perform_async([{"id": "loop", "payload": {"loop": True}}])
     enqueued = time.time()
     worker.perform_async([{"id": f"ok{i}", "payload": {"v": i}} for i in range(5)])
@@ -81,9 +75,9 @@ def test_thread_time_limit_interrupts_a_pure_python_loop_and_its_shard_goes_on(t
 
 
 @pytest.mark.guarantee
-def test_process_time_limit_kills_and_reaps_the_child_before_the_id_runs_again(tmp_path, redis_url, runtime):
+def test_process_time_limit_kills_and_reaps_the_child_before_the_id_runs_again(tmp_path, redis_url, runtime_of):
     worker = flow_worker(isolation="process")
-    runtime(worker)
+    runtime_of(worker)
     worker.perform_async([{"id": "hang", "payload": {"sleep": 3600}}])
     enqueued = time.time()
     worker.perform_async([{"id": f"ok{i}", "payload": {"v": i}} for i in range(5)])
@@ -107,9 +101,9 @@ def test_process_time_limit_kills_and_reaps_the_child_before_the_id_runs_again(t
 
 
 @pytest.mark.guarantee
-def test_kill_9_of_the_server_kills_its_child_and_the_shard_is_taken_over(tmp_path, redis_url, runtime):
+def test_kill_9_of_the_server_kills_its_child_and_the_shard_is_taken_over(tmp_path, redis_url, runtime_of):
     worker = flow_worker(isolation="process")
-    runtime(worker)
+    runtime_of(worker)
     worker.perform_async([{"id": "slow", "payload": {"sleep": 30}}])
     env = {"APP_ISOLATION": "process", "APP_RETRY_IN": "0.3"}
     first = start_server(tmp_path, redis_url, "--threads", "1", app=APP, env=env, name="first")
@@ -140,9 +134,9 @@ def test_kill_9_of_the_server_kills_its_child_and_the_shard_is_taken_over(tmp_pa
 
 
 @pytest.mark.guarantee
-def test_a_child_that_exits_fails_its_batch_with_worker_crashed_and_reaches_the_morgue(tmp_path, redis_url, runtime):
+def test_a_child_that_exits_fails_its_batch_with_worker_crashed_and_reaches_the_morgue(tmp_path, redis_url, runtime_of):
     worker = flow_worker(isolation="process")
-    rt = runtime(worker)
+    rt = runtime_of(worker)
     worker.perform_async([{"id": "die", "payload": {"exit": True}}])
     worker.perform_async([{"id": f"ok{i}", "payload": {"v": i}} for i in range(5)])
     server = start_server(tmp_path, redis_url, "--threads", "1", app=APP,
@@ -161,9 +155,9 @@ def test_a_child_that_exits_fails_its_batch_with_worker_crashed_and_reaches_the_
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
-def test_partial_failure_acknowledges_the_others_and_retries_the_one(tmp_path, redis_url, runtime, isolation):
+def test_partial_failure_acknowledges_the_others_and_retries_the_one(tmp_path, redis_url, runtime_of, isolation):
     worker = flow_worker()
-    rt = runtime(worker)
+    rt = runtime_of(worker)
     ids = [f"id{i}" for i in range(10)]
     worker.perform_async([{"id": job_id, "payload": {"partial": ["id3", "nowhere"]} if job_id == "id0" else {"v": 1}}
                           for job_id in ids])
@@ -184,9 +178,9 @@ def test_partial_failure_acknowledges_the_others_and_retries_the_one(tmp_path, r
 
 
 @pytest.mark.guarantee
-def test_whole_id_holds_every_version_in_the_morgue_until_requeue(tmp_path, redis_url, runtime):
+def test_whole_id_holds_every_version_in_the_morgue_until_requeue(tmp_path, redis_url, runtime_of):
     worker = flow_worker(morgue_policy="whole_id")
-    rt = runtime(worker)
+    rt = runtime_of(worker)
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "FAIL").touch()
     worker.perform_async([{"id": "w", "score": 1, "payload": {"v": 1, "fail_file": "FAIL"}},

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import wait_until
 from server_support import start_server
-from test_keep_flowing import APP, flow_worker, performed, runtime, starts  # noqa: F401 - runtime: a fixture
+from test_keep_flowing import APP, flow_worker, performed, starts
 
 from lowkiq.console import Console
 from lowkiq.console.busy import busy_jobs
@@ -37,9 +37,9 @@ def alive(pid: int) -> bool:
     return True
 
 
-def test_one_signal_lets_the_child_finish_its_batch_then_it_exits(tmp_path, redis_url, runtime):
+def test_one_signal_lets_the_child_finish_its_batch_then_it_exits(tmp_path, redis_url, runtime_of):
     worker = flow_worker(isolation="process")
-    rt = runtime(worker)
+    rt = runtime_of(worker)
     worker.perform_async([{"id": "slow", "payload": {"sleep": 2}}])
     server = start_server(tmp_path, redis_url, "--threads", "1", app=APP, env=PROCESS)
     try:
@@ -59,9 +59,9 @@ def test_one_signal_lets_the_child_finish_its_batch_then_it_exits(tmp_path, redi
 
 @pytest.mark.guarantee
 def test_a_second_signal_kills_and_reaps_every_child_and_its_batch_goes_back_to_the_queue(tmp_path, redis_url,
-                                                                                          runtime):
+                                                                                          runtime_of):
     worker = flow_worker(isolation="process")
-    rt = runtime(worker)
+    rt = runtime_of(worker)
     worker.perform_async([{"id": "hung", "payload": {"sleep": 3600}}])
     server = start_server(tmp_path, redis_url, "--threads", "1", app=APP, env=PROCESS)
     try:
@@ -101,9 +101,9 @@ def scrape(port: int) -> str:
 
 @pytest.mark.guarantee
 def test_a_perform_past_its_time_limit_is_flagged_in_the_log_the_metrics_and_the_console(tmp_path, redis_url,
-                                                                                          runtime):
+                                                                                          runtime_of):
     worker = flow_worker(time_limit=1)
-    runtime(worker)
+    runtime_of(worker)
     # time.sleep is C code: TimeLimitExceeded waits for it to return, 4 s later.
     worker.perform_async([{"id": "sleepy", "payload": {"sleep": 4}}])
     port = free_port()

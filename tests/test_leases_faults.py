@@ -29,19 +29,6 @@ FAST = {"LOWKIQ_LEASE_TTL": "2", "LOWKIQ_HEARTBEAT_INTERVAL": "0.3", "LOWKIQ_SET
         "LOWKIQ_SHUTDOWN_TIMEOUT": "10", "LOWKIQ_POLL_INTERVAL": "0.1"}
 
 
-@pytest.fixture
-def versions(configure):
-    import importlib
-    import sys
-
-    if str(APPS) not in sys.path:
-        sys.path.insert(0, str(APPS))
-    module = importlib.import_module("versions_app")
-    configure(workers=[module.Versions])
-    lowkiq.current().clock = time.time
-    return module.Versions
-
-
 def server(tmp: Path, url: str, name: str, *args: str, **env: str) -> ServerProcess:
     return start_server(tmp, url, "--threads", "2", *args, app=APP, env={**FAST, **env}, name=name)
 
@@ -108,7 +95,7 @@ def test_a_rolling_restart_under_load_runs_nothing_twice_and_loses_nothing(versi
             new = server(tmp_path, redis_url, f"new{round_}")
             everyone.append(new)
             running.append(new)
-            wait_until(lambda: holdings(r).get(new.pid), timeout=15)  # it holds shards: it is serving
+            wait_until(lambda new=new: holdings(r).get(new.pid), timeout=15)  # it holds shards: it is serving
             time.sleep(0.5)
             oldest = running.pop(0)
             assert oldest.stop() == 0

@@ -16,7 +16,7 @@ import pytest
 from conftest import wait_until
 from execution_checks import Producer, check
 from server_support import records
-from test_leases_faults import drain, holdings, in_processing, member_of, server, settled, stop_all, versions  # noqa: F401
+from test_leases_faults import drain, holdings, in_processing, member_of, server, settled, stop_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 PROCESS = {"APP_ISOLATION": "process", "APP_PERFORM_SECONDS": "0.03"}

@@ -85,7 +85,7 @@ def _raise_refusal(call, lease):
     try:
         return call(lease)
     except redis.ResponseError as exc:
-        raise refusal(exc) or exc
+        raise (refusal(exc) or exc) from None
 
 
 def _state(r) -> dict:

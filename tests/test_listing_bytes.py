@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 from flask.testing import FlaskClient
-from webui_support import OrdersWorker, app, client, fail, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, make_dead
 
 from lowkiq.jobs import ClippedPayload
 from lowkiq.runtime import Runtime
@@ -32,7 +32,7 @@ def big(n: int, size: int = MB) -> list[dict[str, Any]]:
     return [{"id": f"big-{i:02}", "payload": {"n": i, "blob": "x" * size}} for i in range(n)]
 
 
-def test_a_listing_page_of_50_jobs_of_1_mb_moves_kilobytes(client: FlaskClient, runtime: Runtime,  # noqa: F811 - fixtures
+def test_a_listing_page_of_50_jobs_of_1_mb_moves_kilobytes(client: FlaskClient, runtime: Runtime,
                                                             r: redis.Redis) -> None:
     OrdersWorker.perform_async(big(50))
     r.config_resetstat()
@@ -57,7 +57,7 @@ def test_a_listing_page_of_50_jobs_of_1_mb_moves_kilobytes(client: FlaskClient, 
     assert page.get_data(as_text=True).count("data-clipped") == 50
 
 
-def test_an_export_streams_rows_cut_at_its_own_cap(client: FlaskClient, runtime: Runtime, r: redis.Redis) -> None:  # noqa: F811 - fixtures
+def test_an_export_streams_rows_cut_at_its_own_cap(client: FlaskClient, runtime: Runtime, r: redis.Redis) -> None:
     OrdersWorker.perform_async(big(50))
     r.config_resetstat()
     reply = client.get(W + "/enqueued/export?format=jsonl&order_by=id")
@@ -74,7 +74,7 @@ def test_an_export_streams_rows_cut_at_its_own_cap(client: FlaskClient, runtime:
     assert csv.count('""payloads_bytes""') == 50
 
 
-def test_small_jobs_are_whole_and_the_cut_keeps_whole_payloads_in_order(client: FlaskClient, runtime: Runtime) -> None:  # noqa: F811 - fixtures
+def test_small_jobs_are_whole_and_the_cut_keeps_whole_payloads_in_order(client: FlaskClient, runtime: Runtime) -> None:
     OrdersWorker.perform_async([{"id": "small", "payload": {"a": 1}}])
     versions = [{"id": "many", "payload": {"v": i, "pad": "p" * 90}, "score": i} for i in range(1000)]
     OrdersWorker.perform_async(versions)
@@ -90,7 +90,7 @@ def test_small_jobs_are_whole_and_the_cut_keeps_whole_payloads_in_order(client: 
     assert "+ 999 more payloads" in page
 
 
-def test_the_job_page_shows_a_job_whole_up_to_its_cap_and_says_when_it_cut(client: FlaskClient, runtime: Runtime,  # noqa: F811 - fixtures
+def test_the_job_page_shows_a_job_whole_up_to_its_cap_and_says_when_it_cut(client: FlaskClient, runtime: Runtime,
                                                                              r: redis.Redis) -> None:
     OrdersWorker.perform_async([{"id": "one", "payload": "y" * MB}, {"id": "two", "payload": "z" * (2 * MB)}])
     one = client.get(API + "/jobs/one").get_json()["queued"]
@@ -103,7 +103,7 @@ def test_the_job_page_shows_a_job_whole_up_to_its_cap_and_says_when_it_cut(clien
     assert "data-clipped" in page and "a page shows 1.00M at most" in page.replace("1.0 MB", "1.00M")
 
 
-def test_errors_are_cut_in_listings_and_say_so(client: FlaskClient, runtime: Runtime, r: redis.Redis) -> None:  # noqa: F811 - fixtures
+def test_errors_are_cut_in_listings_and_say_so(client: FlaskClient, runtime: Runtime, r: redis.Redis) -> None:
     make_dead(runtime, OrdersWorker, [{"id": "d1", "payload": "p"}], error=b"E" * 200_000)
     r.config_resetstat()
     [row] = client.get(API + "/morgue").get_json()["jobs"]

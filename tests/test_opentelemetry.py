@@ -5,6 +5,7 @@ a perform linked to every merged payload's enqueue."""
 from __future__ import annotations
 
 import time
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -22,7 +23,7 @@ from lowkiq.store.lua import Wire
 class Orders(lowkiq.Worker):
     shards_count = 1
     batch_size = 10
-    seen: list = []
+    seen: ClassVar[list[Any]] = []
     fail = False
 
     def retry_in(self, retry_count):
@@ -138,8 +139,8 @@ class Payments(lowkiq.Worker):
     shards_count = 2
     batch_size = 10
     max_retry_count = 1
-    exhausted: list = []
-    after: list = []
+    exhausted: ClassVar[list[Any]] = []
+    after: ClassVar[list[Any]] = []
 
     def retry_in(self, retry_count):
         return 0

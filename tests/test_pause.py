@@ -10,7 +10,7 @@ import pytest
 from conftest import wait_until
 from execution_checks import Producer, check
 from server_support import APPS, records, run_cli, start_server
-from test_leases_faults import drain, holdings, versions  # noqa: F401 - the fixture
+from test_leases_faults import drain, holdings
 
 from lowkiq.store import pausing
 
@@ -27,7 +27,7 @@ def starts_after(tmp, moment: float) -> list[dict]:
     return [rec for rec in records(tmp, "start") if rec["start"] > moment]
 
 
-def test_a_paused_queue_is_left_alone_across_a_restart_then_drains_in_order(versions, r, redis_url, tmp_path):  # noqa: F811
+def test_a_paused_queue_is_left_alone_across_a_restart_then_drains_in_order(versions, r, redis_url, tmp_path):
     first = start_server(tmp_path, redis_url, "--threads", "2", app=APP, env=ENV, name="first")
     servers = [first]
     try:

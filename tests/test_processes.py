@@ -13,7 +13,7 @@ from conftest import wait_until
 from execution_checks import Producer, check
 from server_support import APPS, run_cli, start_server
 from test_cli import one_line_error
-from test_leases_faults import FAST, drain, versions  # noqa: F401 - the fixture
+from test_leases_faults import FAST, drain
 
 from lowkiq.store import membership
 
@@ -45,7 +45,7 @@ def wait_covered(r, parent, pids: set[int], shards: int, timeout: float) -> None
                              f"live members serve {serving(r)}\n{tail}") from None
 
 
-def test_two_processes_share_the_shards_survive_a_kill_9_and_stop_on_term(versions, r, redis_url, tmp_path):  # noqa: F811
+def test_two_processes_share_the_shards_survive_a_kill_9_and_stop_on_term(versions, r, redis_url, tmp_path):
     parent = start_server(tmp_path, redis_url, "--processes", "2", "--threads", "2", app=APP, env=FAST)
     producer = Producer(versions, every=0.005)
     try:
@@ -78,7 +78,7 @@ def test_two_processes_share_the_shards_survive_a_kill_9_and_stop_on_term(versio
         parent.kill()
 
 
-def test_a_child_that_cannot_start_stops_the_supervisor_with_status_2(versions, r, redis_url, tmp_path):  # noqa: F811
+def test_a_child_that_cannot_start_stops_the_supervisor_with_status_2(versions, r, redis_url, tmp_path):
     with socket.socket() as taken:
         taken.bind(("0.0.0.0", 0))
         taken.listen()

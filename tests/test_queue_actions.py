@@ -93,7 +93,8 @@ def test_delete_failed_deletes_only_retries(clock):
 def test_actions_on_empty_queues_touch_nothing(r):
     before = snapshot(r)
     a = actions()
-    counts = [a.morgue_requeue_all(), a.morgue_delete_all(), a.delete_all(), a.perform_all_now(), a.kill_failed(), a.delete_failed(), a.morgue_requeue([]), a.delete([])]
+    counts = [a.morgue_requeue_all(), a.morgue_delete_all(), a.delete_all(), a.perform_all_now(), a.kill_failed(),
+              a.delete_failed(), a.morgue_requeue([]), a.delete([])]
     assert counts == [0] * 8
     assert snapshot(r) == before
 

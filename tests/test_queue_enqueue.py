@@ -47,7 +47,8 @@ def test_unicode_ids_and_payloads_round_trip():
 
 
 def test_duplicate_ids_in_one_batch_merge_into_one_job():
-    assert OrdersWorker.perform_async([{"id": 7, "payload": "a", "score": 3}, {"id": 7, "payload": "b", "score": 1}, {"id": 7, "payload": "a", "score": 2}]) == 1
+    assert OrdersWorker.perform_async([{"id": 7, "payload": "a", "score": 3}, {"id": 7, "payload": "b", "score": 1},
+                                       {"id": 7, "payload": "a", "score": 2}]) == 1
     assert queued("7").payloads == [("b", 1.0), ("a", 2.0)]
 
 
@@ -85,7 +86,8 @@ def test_unencodable_payload_is_a_clear_error_at_enqueue(r, payload):
 
 
 @pytest.mark.parametrize("field", ["score", "perform_in"])
-@pytest.mark.parametrize("value, error", [("soon", TypeError), (None, TypeError), (True, TypeError), (math.inf, ValueError), (math.nan, ValueError)])
+@pytest.mark.parametrize("value, error", [("soon", TypeError), (None, TypeError), (True, TypeError),
+                                          (math.inf, ValueError), (math.nan, ValueError)])
 def test_non_numeric_score_or_perform_in(r, field, value, error):
     with pytest.raises(error, match=f"job 2: {field}"):
         OrdersWorker.perform_async([{"id": 1}, {"id": 2}, {"id": 3, field: value}])

@@ -26,7 +26,8 @@ def test_spec_example_new_job_into_a_queued_job(clock):
     # queued {id 1, payloads {v1:1, v2:2}, retry_count 0, perform_in T}
     make_failed_job("1", [("v1", 1), ("v2", 2)], clock, next_perform_in=T)
     # plus new {id 1, payloads {v2:3, v3:4}, retry_count -1, perform_in T+2}
-    OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 3, "perform_in": T + 2}, {"id": 1, "payload": "v3", "score": 4, "perform_in": T + 2}])
+    OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 3, "perform_in": T + 2},
+                                {"id": 1, "payload": "v3", "score": 4, "perform_in": T + 2}])
     job = queued("1")
     assert job.payloads == [("v1", 1.0), ("v2", 2.0), ("v3", 4.0)]
     assert job.retry_count == 0
@@ -43,7 +44,8 @@ def test_failed_job_coming_back_into_a_queued_job_takes_the_failed_schedule(cloc
     OrdersWorker.perform_async([{"id": 1, "payload": "v1", "score": 1}, {"id": 1, "payload": "v2", "score": 5}])
     take("1")
     # While it runs, new versions arrive: one equal payload with a lower score.
-    OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 2, "perform_in": T + 100}, {"id": 1, "payload": "v3", "score": 3, "perform_in": T + 100}])
+    OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 2, "perform_in": T + 100},
+                                {"id": 1, "payload": "v3", "score": 3, "perform_in": T + 100}])
     fail("1", clock.now + 15, b"db down")
     job = queued("1")
     assert job.payloads == [("v1", 1.0), ("v2", 2.0), ("v3", 3.0)]
@@ -130,7 +132,8 @@ def test_random_bursts_match_a_model_of_the_merge_rule(seed, r):
     for _ in range(40):
         batch = []
         for _ in range(rng.randint(1, 12)):
-            job_id, payload, score = str(rng.randint(0, 4)), f"v{rng.randint(0, 15)}", rng.choice([rng.randint(0, 50), rng.random() * 50])
+            job_id, payload, score = str(rng.randint(0, 4)), f"v{rng.randint(0, 15)}", rng.choice([rng.randint(0, 50),
+                                                                                                   rng.random() * 50])
             batch.append({"id": job_id, "payload": payload, "score": score})
             known = model.setdefault(job_id, {})
             known[payload] = min(score, known.get(payload, score))
@@ -158,7 +161,7 @@ def test_rising_versions_are_appended_to_the_encoded_list_in_order(r):
 
 @pytest.mark.parametrize("payloads", [
     ["v1", "v10", "v1", "v2"],  # bytes of one payload inside another: the general merge decides
-    ["é" * 3, "ˋ" * 40, "x" * 300, "y" * 70_000],  # multi-byte text (0xcb bytes), str8, str16, str32
+    ["é" * 3, "ˋ" * 40, "x" * 300, "y" * 70_000],  # noqa: RUF001 - multi-byte text (0xcb bytes), str8, str16, str32
     ["a", "a", "b", "a"],  # the same payload again with a higher score keeps its first score
 ])
 def test_appending_keeps_the_merge_rule_whatever_the_bytes(payloads):

@@ -107,7 +107,7 @@ def test_ack_on_one_shard_and_take_on_another_in_one_round_trip(clock, monkeypat
 def test_morgue_rule_oldest_payload_dies_the_rest_returns_fresh(clock):
     OrdersWorker.perform_async([{"id": 1, "payload": p, "score": s} for p, s in [("v3", 3), ("v1", 1), ("v2", 2)]])
     # max_retry_count retries after the first try: retry_count runs -1, 0, 1, 2
-    for attempt in range(OrdersWorker.max_retry_count):
+    for _attempt in range(OrdersWorker.max_retry_count):
         take("1")
         assert fail("1", clock.now) == []
     assert queued("1").retry_count == OrdersWorker.max_retry_count - 1

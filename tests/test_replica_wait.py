@@ -57,9 +57,8 @@ def test_without_a_replica_durable_enqueue_raises_naming_the_jobs_it_wrote(confi
 def test_with_a_replica_durable_enqueue_returns_once_it_holds_the_jobs(on_sentinel, sentinel):
     assert on_sentinel.client.replica_counts() == {f"127.0.0.1:{sentinel.primary()}": 1}
     assert Mail.perform_async([{"id": f"id-{i}", "payload": i} for i in range(30)]) == 30
-    with replica_paused(sentinel):
-        with pytest.raises(lowkiq.NotDurable) as raised:
-            Mail.perform_async([{"id": "late", "payload": 1}])
+    with replica_paused(sentinel), pytest.raises(lowkiq.NotDurable) as raised:
+        Mail.perform_async([{"id": "late", "payload": 1}])
     assert raised.value.unconfirmed == [0]
 
 

@@ -4,6 +4,7 @@ clock is off; and the checks at configure."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from datetime import datetime
 from pathlib import Path
@@ -132,10 +133,10 @@ def assert_each_tick_once(tmp: Path, every: int) -> list[float]:
     ticks = [t for t, _, _ in performed]
     assert len(ticks) == len(set(ticks)), f"duplicates: {sorted(t for t in set(ticks) if ticks.count(t) > 1)}"
     ordered = sorted(ticks)
-    gaps = [(a, b) for a, b in zip(ordered, ordered[1:]) if b - a != every]
+    gaps = [(a, b) for a, b in itertools.pairwise(ordered) if b - a != every]
     assert not gaps, f"gaps between ticks: {gaps}"
     runs = sorted({(start, end) for _, start, end in performed})
-    overlaps = [(a, b) for a, b in zip(runs, runs[1:]) if b[0] < a[1]]
+    overlaps = [(a, b) for a, b in itertools.pairwise(runs) if b[0] < a[1]]
     assert not overlaps, f"runs overlapped: {overlaps}"
     return ordered
 
@@ -206,14 +207,14 @@ def test_catch_up_after_seven_seconds_without_a_server(tmp_path, redis_url, r, c
     # The new server watches from its first beat (about a second after it started); what came due
     # before is missed: 6 or 7 ticks of one second.
     if catch_up == "all":
-        assert len(missed) >= 6 and all(b - a == 1 for a, b in zip(later, later[1:])), later
+        assert len(missed) >= 6 and all(b - a == 1 for a, b in itertools.pairwise(later)), later
     elif catch_up == "last":
         assert len(missed) == 1, later
     else:
         assert missed == [], later
     # Then every tick, on time.
     on_time = [t for t in later if t > stopped + 8]
-    assert len(on_time) >= 2 and all(b - a == 1 for a, b in zip(on_time, on_time[1:])), later
+    assert len(on_time) >= 2 and all(b - a == 1 for a, b in itertools.pairwise(on_time)), later
 
 
 @pytest.mark.slow

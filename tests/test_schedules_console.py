@@ -13,8 +13,8 @@ from test_schedules import ticks_performed
 from webui_support import OrdersWorker, csrf, host_app
 
 import lowkiq
-from lowkiq.store import audit, lua, schedules
 from lowkiq.serializers import dump_json
+from lowkiq.store import audit, lua, schedules
 
 S = "/lowkiq/schedules"
 NIGHTLY = lowkiq.Schedule("nightly", OrdersWorker, cron="0 3 * * *", timezone="Europe/Moscow", payload={"k": 1})

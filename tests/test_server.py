@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any, ClassVar
 
 import pytest
 from conftest import wait_until
@@ -14,7 +15,7 @@ from lowkiq.server.schedulers import Seq
 
 class Noted(lowkiq.Worker):
     shards_count = 2
-    done: list = []
+    done: ClassVar[list[Any]] = []
 
     def perform(self, payloads_by_id):
         type(self).done.extend(payloads_by_id)

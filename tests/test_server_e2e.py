@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import signal
 import time
@@ -63,7 +64,7 @@ def test_failures_retry_after_retry_in_then_reach_the_morgue(app, r, redis_url, 
         wait_until(lambda: records(tmp_path, "exhausted"))
         attempts = [rec["t"] for rec in records(tmp_path, "attempt")]
         assert len(attempts) == 1 + app.Flaky.max_retry_count
-        for count, (before, after) in enumerate(zip(attempts, attempts[1:])):
+        for count, (before, after) in enumerate(itertools.pairwise(attempts)):
             expected = 0.3 * (count + 1)  # Flaky.retry_in(retry_count) for retry_count 0, 1, 2
             assert expected - 0.02 <= after - before <= expected + 0.5
         exhausted = records(tmp_path, "exhausted")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any, ClassVar
 
 import pytest
 from queue_support import held_lease
@@ -16,9 +17,9 @@ class Orders(lowkiq.Worker):
     shards_count = 1
     batch_size = 3
     max_retry_count = 2
-    calls: list = []
+    calls: ClassVar[list[Any]] = []
     error: BaseException | None = None
-    exhausted: list = []
+    exhausted: ClassVar[list[Any]] = []
 
     def retry_in(self, retry_count):
         return 10 * (retry_count + 1)
@@ -124,7 +125,7 @@ def test_after_max_retry_count_the_oldest_payload_goes_to_the_morgue_and_the_hoo
     clock = [1000.0]
     h = handler(runtime)
     h.clock = lambda: clock[0]
-    for attempt in range(3):  # retry_count -1 -> 0 -> 1 -> 2 == max_retry_count
+    for _attempt in range(3):  # retry_count -1 -> 0 -> 1 -> 2 == max_retry_count
         taken = h.take(None)
         assert [j.id for j in taken.jobs] == ["1"]
         h.perform(taken)

@@ -92,7 +92,8 @@ def test_redis_url_wins_over_the_redis_the_app_configures(capsys, tmp_path, redi
 
 def test_usage_errors_are_one_line(capsys, tmp_path):
     assert web_command.main(["--app", str(tmp_path / "missing.py")]) == 2
-    assert capsys.readouterr().err.strip() == f"lowkiq web: {tmp_path / 'missing.py'}: no such file (the app that calls lowkiq.configure(workers=[...]))"
+    assert capsys.readouterr().err.strip() == (
+        f"lowkiq web: {tmp_path / 'missing.py'}: no such file (the app that calls lowkiq.configure(workers=[...]))")
     (tmp_path / "broken.py").write_text("raise RuntimeError('no database')\n")
     assert web_command.main(["--app", str(tmp_path / "broken.py")]) == 2
     err = capsys.readouterr().err.strip()

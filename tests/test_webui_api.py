@@ -6,16 +6,7 @@ import json
 
 import pytest
 from queue_support import RoundTrips, held_lease
-from webui_support import (  # noqa: F401 - fixtures
-    MailerWorker,
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    fail,
-    make_dead,
-    runtime,
-)
+from webui_support import MailerWorker, OrdersWorker, counts, fail, make_dead
 
 API = "/lowkiq/api/v1"
 W = API + "/workers/OrdersWorker"

@@ -6,16 +6,7 @@ import base64
 import json
 import re
 
-from webui_support import (  # noqa: F401 - fixtures
-    XSS,
-    OrdersWorker,
-    app,
-    client,
-    csrf,
-    host_app,
-    make_dead,
-    runtime,
-)
+from webui_support import XSS, OrdersWorker, csrf, host_app, make_dead
 
 from lowkiq.store import audit
 from lowkiq.webui import create_app

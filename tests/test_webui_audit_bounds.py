@@ -6,7 +6,7 @@ import base64
 import json
 
 import pytest
-from webui_support import OrdersWorker, app, client, host_app, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, host_app, make_dead
 
 from lowkiq.store import audit, lua, registry
 from lowkiq.webui import create_app

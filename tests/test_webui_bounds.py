@@ -5,15 +5,7 @@ enqueued and morgue, for every order_by; NaN is a 400 naming its bound."""
 from __future__ import annotations
 
 import pytest
-from webui_support import (  # noqa: F401 - fixtures
-    OrdersWorker,
-    app,
-    client,
-    fail,
-    ids_in,
-    make_dead,
-    runtime,
-)
+from webui_support import OrdersWorker, fail, ids_in, make_dead
 
 from lowkiq.console import listing
 from lowkiq.store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS

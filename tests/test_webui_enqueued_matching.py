@@ -3,16 +3,7 @@ counted with the page before confirming, in chunks, and recorded in the audit lo
 
 from __future__ import annotations
 
-from webui_support import (  # noqa: F401 - fixtures
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    csrf,
-    fail,
-    matching,
-    runtime,
-)
+from webui_support import OrdersWorker, counts, csrf, fail, matching
 
 from lowkiq.store import audit
 

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from webui_support import OrdersWorker, app, client, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, make_dead
 
 W = "/lowkiq/workers/OrdersWorker"
 

@@ -7,13 +7,7 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 from queue_support import RoundTrips
-from webui_support import (  # noqa: F401 - fixtures
-    MailerWorker,
-    OrdersWorker,
-    app,
-    client,
-    runtime,
-)
+from webui_support import MailerWorker, OrdersWorker
 
 API = "/lowkiq/api/v1"
 

@@ -7,7 +7,7 @@ import re
 import time
 
 import pytest
-from webui_support import OrdersWorker, app, client, host_app, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, host_app
 
 from lowkiq.store.history import HistoryKeys
 

@@ -14,7 +14,7 @@ import time
 import pytest
 from redis_server import free_port
 from server_support import lowkiq_bin
-from webui_support import OrdersWorker, counts, csrf, host_app, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, counts, csrf, host_app, make_dead
 
 from lowkiq.store import registry
 from lowkiq.webui import create_app

@@ -4,19 +4,9 @@ cross-site posts out), and an X-Forwarded-Prefix that must be a plain path."""
 from __future__ import annotations
 
 import pytest
-from webui_support import (  # noqa: F401 - fixtures
-    WORKERS,
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    host_app,
-    make_dead,
-    runtime,
-)
+from webui_support import WORKERS, OrdersWorker, counts, host_app, make_dead
 
 import lowkiq
-
 from lowkiq.store import audit, pausing, registry
 from lowkiq.webui import create_app
 from lowkiq.webui.openapi import document

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from webui_support import OrdersWorker, app, client, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, make_dead
 
 W = "/lowkiq/workers/OrdersWorker"
 

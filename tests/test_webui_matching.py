@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from webui_support import (  # noqa: F401 - fixtures
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    csrf,
-    make_dead,
-    matching,
-    runtime,
-)
+from webui_support import OrdersWorker, counts, make_dead, matching
 
 from lowkiq.store import audit
 from lowkiq.webui import formatting

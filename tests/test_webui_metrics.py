@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 from queue_support import RoundTrips, held_lease
-from webui_support import MailerWorker, OrdersWorker, app, client, fail, make_dead, runtime  # noqa: F401
+from webui_support import MailerWorker, OrdersWorker, fail, make_dead
 
 from lowkiq.store.metrics import FULL, STATS, MetricsReader, queue_metrics
 

@@ -7,14 +7,15 @@ import textwrap
 
 import pytest
 from flask import Flask
-from webui_support import OrdersWorker, csrf, host_app, ids_in, make_dead, runtime  # noqa: F401
+from webui_support import OrdersWorker, csrf, host_app, ids_in, make_dead
 
 import lowkiq
 from lowkiq.webui import blueprint, create_app
 
 
 def links(html: str) -> list[str]:
-    return [l for l in re.findall(r'(?:href|src|action|hx-get|formaction)="([^"]+)"', html) if not l.startswith("data:")]
+    found = re.findall(r'(?:href|src|action|hx-get|formaction)="([^"]+)"', html)
+    return [link for link in found if not link.startswith("data:")]
 
 
 @pytest.mark.parametrize("prefix", ["/lowkiq", "/ops/queues", "/"])
@@ -123,6 +124,7 @@ def test_host_app_form_round_trip_under_a_prefix(runtime):
     client = host_app("/admin/jobs").test_client()
     morgue = "/admin/jobs/workers/OrdersWorker/morgue"
     token = csrf(client, morgue)
-    done = client.post("/admin/jobs/workers/OrdersWorker/morgue/requeue", data={"csrf_token": token, "ids": ["a"], "next": morgue})
+    done = client.post("/admin/jobs/workers/OrdersWorker/morgue/requeue", data={"csrf_token": token, "ids": ["a"],
+                                                                                "next": morgue})
     assert done.status_code == 303 and done.headers["Location"] == morgue
     assert ids_in(client.get(morgue).data) == ["b"]

@@ -16,16 +16,7 @@ from queue_support import held_lease
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 from test_webui_history import seed as seed_history
-from webui_support import (  # noqa: F401 - fixtures
-    MailerWorker,
-    OrdersWorker,
-    app,
-    client,
-    fail,
-    host_app,
-    make_dead,
-    runtime,
-)
+from webui_support import MailerWorker, OrdersWorker, fail, host_app, make_dead
 
 import lowkiq
 from lowkiq.console.listing import TIME_ORDERS

@@ -5,19 +5,7 @@ from __future__ import annotations
 import re
 
 from queue_support import held_lease
-from webui_support import (  # noqa: F401 - fixtures
-    XSS,
-    MailerWorker,
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    csrf,
-    fail,
-    ids_in,
-    make_dead,
-    runtime,
-)
+from webui_support import XSS, MailerWorker, OrdersWorker, counts, csrf, fail, ids_in, make_dead
 
 W = "/lowkiq/workers/OrdersWorker"
 

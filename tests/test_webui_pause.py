@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from test_webui_prometheus import beat
-from webui_support import OrdersWorker, app, client, csrf, host_app, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, csrf, host_app
 
 from lowkiq.store import audit, pausing
 

@@ -14,18 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 from queue_support import held_lease
 from redis_server import RedisServer
-from test_cluster_console import both, workers  # noqa: F401 - fixtures
-from webui_support import (  # noqa: F401 - fixtures
-    WORKERS,
-    MailerWorker,
-    OrdersWorker,
-    app,
-    client,
-    fail,
-    host_app,
-    make_dead,
-    runtime,
-)
+from webui_support import WORKERS, MailerWorker, OrdersWorker, fail, host_app, make_dead
 
 import lowkiq
 from lowkiq.runtime import Runtime
@@ -288,17 +277,6 @@ def test_a_redis_that_does_not_answer_is_a_503_not_half_the_numbers(tmp_path: An
 
 def _basic(user: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
-
-
-def test_a_redis_cluster_scrapes_as_one_redis_does(both: tuple[Runtime, Runtime]) -> None:
-    scraped = []
-    for rt in both:
-        lowkiq.runtime._current = rt
-        found = scrape(host_app(LOWKIQ_WEB_METRICS_PER_SHARD=True).test_client())
-        scraped.append({key: value for key, value in found.items() if key[0] != "lowkiq_scrape_duration_seconds"})
-    standalone, clustered = scraped
-    assert clustered == standalone
-    assert any(name == "lowkiq_busy" and value for (name, _), value in standalone.items())
 
 
 def served_names(text: str) -> set[str]:

@@ -8,7 +8,7 @@ import html
 import re
 
 import pytest
-from webui_support import OrdersWorker, csrf, host_app, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, host_app, make_dead
 
 from lowkiq.webui import create_app
 

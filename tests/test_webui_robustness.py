@@ -7,7 +7,7 @@ import re
 
 import msgpack
 import pytest
-from webui_support import OrdersWorker, app, client, csrf, host_app, ids_in, make_dead, runtime  # noqa: F401
+from webui_support import OrdersWorker, csrf, host_app, ids_in, make_dead
 
 import lowkiq
 from lowkiq.store.keys import registry_hash

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-from webui_support import (  # noqa: F401 - fixtures
-    XSS,
-    MailerWorker,
-    OrdersWorker,
-    app,
-    client,
-    make_dead,
-    runtime,
-)
+from webui_support import XSS, MailerWorker, OrdersWorker, make_dead
 
 S = "/lowkiq/search"
 

@@ -6,16 +6,7 @@ import base64
 import json
 
 import pytest
-from webui_support import (  # noqa: F401 - fixtures
-    OrdersWorker,
-    app,
-    client,
-    counts,
-    csrf,
-    host_app,
-    make_dead,
-    runtime,
-)
+from webui_support import OrdersWorker, counts, csrf, host_app, make_dead
 
 from lowkiq.store.keys import webui_secret_string
 from lowkiq.webui import create_app

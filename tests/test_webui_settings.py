@@ -6,7 +6,7 @@ import base64
 import logging
 
 import pytest
-from webui_support import OrdersWorker, host_app, make_dead, runtime  # noqa: F401 - fixtures
+from webui_support import OrdersWorker, host_app, make_dead
 
 from lowkiq.webui import create_app
 from lowkiq.webui.settings import SettingError, boolean, from_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from webui_support import OrdersWorker, csrf, host_app, runtime  # noqa: F401
+from webui_support import OrdersWorker, csrf, host_app
 
 import lowkiq
 from lowkiq.store import audit, lua, membership, registry
@@ -122,7 +122,7 @@ def test_a_worker_registered_by_a_host_whose_clock_runs_ahead_is_registered_in_t
     assert [w.name for w in registry.known(r)] == ["Ahead"]
 
 
-def test_a_console_of_an_app_forgets_none_of_its_workers(runtime, r):  # noqa: F811
+def test_a_console_of_an_app_forgets_none_of_its_workers(runtime, r):
     """An app-configured console's workers are defined by its code: never stale, never forgotten."""
     r.hset(registry_hash(), "OrdersWorker", entry("OrdersWorker", time.time() - 10 * 86400))
     app = host_app()

@@ -272,7 +272,7 @@ class _Gunicorn:
                 return
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"gunicorn did not start: {self.process.stderr.read().decode()[-500:]}")
+                    raise RuntimeError(f"gunicorn did not start: {self.process.stderr.read().decode()[-500:]}") from None
                 time.sleep(0.1)
 
     def __call__(self, path: str) -> tuple[int, bytes]:

@@ -7,8 +7,8 @@ is paused while the processes start and agree on the shards, then resumed: the
 drain measures serving, not joining. Each
 process counts its own performs, so progress is seen from outside: the harness
 polls the shards' processed counters every 10 ms and times the drain from the
-moment every process holds its shards over three quarters of the jobs left. CPU is the server processes' own (the parent's children
-included), from /proc.
+moment every process holds its shards over three quarters of the jobs left. CPU is
+the server processes' own (the parent's children included), from /proc.
 """
 
 from __future__ import annotations

@@ -49,7 +49,8 @@ class Footprint:
 
 def run(sizes: Sizes, options: Options) -> ItemResult:
     result = ItemResult(5, "Memory", "Redis `used_memory` (less `mem_clients_normal`, the connections' buffers) "
-                        "after enqueueing into an empty Redis, divided by the jobs (ids) queued; per structure from `MEMORY USAGE key SAMPLES 0` over every key of the queue; "
+                        "after enqueueing into an empty Redis, divided by the jobs (ids) queued; "
+                        "per structure from `MEMORY USAGE key SAMPLES 0` over every key of the queue; "
                         "then a `lowkiq` process drains the queue and its peak RSS (VmHWM) is read")
     # A fresh Redis for each case: nothing freed late by the previous case blurs the delta.
     with RedisServer() as redis_server:

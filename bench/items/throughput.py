@@ -57,7 +57,8 @@ def item1(sizes: Sizes, options: Options) -> ItemResult:
             held_costs = [cost_breakdown(r) for r in held]
             result.row(f"drain, lag, server started with `--cpus {server_cpu}` (Redis not held), s",
                        spread([r.drain.seconds for r in held]))
-            result.row(f"drain, lag, `--cpus {server_cpu}`, jobs/s", f"{sizes.jobs / median([r.drain.seconds for r in held]):,.0f}")
+            result.row(f"drain, lag, `--cpus {server_cpu}`, jobs/s",
+                       f"{sizes.jobs / median([r.drain.seconds for r in held]):,.0f}")
             result.row(f"server CPU per job during the `--cpus {server_cpu}` drain, µs",
                        spread([c["server_cpu_us"] for c in held_costs], "{:.1f}"))
             result.row("server CPU per job during the pinned drain (all threads on one core), µs",

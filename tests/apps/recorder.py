@@ -22,5 +22,6 @@ def record(kind: str, **data: Any) -> None:
     with _lock:
         if _file is None:
             folder = os.environ["APP_RECORD_DIR"]
-            _file = open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", buffering=1, encoding="utf-8")
+            # One file per process, kept open for its whole life: a record costs one line-buffered write.
+            _file = open(os.path.join(folder, f"{os.getpid()}.jsonl"), "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         _file.write(line + "\n")

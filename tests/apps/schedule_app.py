@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import time
 
-# A host whose clock is off: tests/apps/skewed_clock/sitecustomize.py moved time.time before lowkiq was
-# imported, and kept the true clock as time.true_time.
-_true_time = getattr(time, "true_time", time.time)
-
 from recorder import record
 
 import lowkiq
+
+# A host whose clock is off: tests/apps/skewed_clock/sitecustomize.py moved time.time before lowkiq was
+# imported, and kept the true clock as time.true_time.
+_true_time = getattr(time, "true_time", time.time)
 
 SLEEP = float(os.environ.get("APP_PERFORM_SECONDS", "0.05"))
 
