@@ -63,8 +63,9 @@ test: install chromium lint
 	  LOWKIQ_TEST_REDIS_SERVER=$(EMBEDDED_REDIS) $(BIN)/pytest $(SECOND_PASS) $(PYTEST_ARGS); \
 	fi
 
+# Everything but the browser and slow tests, on two workers (each starts its own redis-server).
 test-fast: install
-	$(BIN)/pytest -m "not browser and not slow" -x $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not browser and not slow" -x -n 2 $(PYTEST_ARGS)
 
 bench: install
 	$(BIN)/python -m bench.run

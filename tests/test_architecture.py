@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lowkiq
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,7 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_of_the_library_imports_the_web_package():
     offenders = {}
     for path in sorted((ROOT / "lowkiq").rglob("*.py")):
@@ -40,6 +43,7 @@ def test_no_module_of_the_library_imports_the_web_package():
     assert offenders == {}
 
 
+@pytest.mark.slow
 def test_lowkiq_and_its_operators_commands_load_no_flask(redis_url):
     probe = ("import sys, lowkiq, lowkiq.cli, lowkiq.cli.ops, lowkiq.console, lowkiq.server; "
              "from lowkiq.cli import main; "
@@ -51,6 +55,7 @@ def test_lowkiq_and_its_operators_commands_load_no_flask(redis_url):
     assert done.stdout.strip().splitlines()[-1] == "NO FLASK 0"
 
 
+@pytest.mark.slow
 def test_every_error_users_may_catch_is_a_lowkiq_error_exported_at_the_top():
     errors = [getattr(lowkiq, name) for name in lowkiq.__all__
               if isinstance(getattr(lowkiq, name), type) and issubclass(getattr(lowkiq, name), BaseException)]

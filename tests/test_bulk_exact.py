@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from server_support import run_cli
 from webui_support import OrdersWorker, counts, csrf, make_dead
 
@@ -67,6 +68,7 @@ def test_a_counted_job_that_no_longer_matches_the_filter_is_left_alone(client, r
     assert done.json == {"touched": 4, "counted": 6, "skipped": 2}
 
 
+@pytest.mark.slow
 def test_a_token_is_single_use_expires_and_confirms_only_its_own_action(client, runtime, monkeypatch):
     make_dead(runtime, OrdersWorker, [{"id": f"t{i}"} for i in range(3)])
     body = {"action": "delete", "order_by": "id"}
@@ -108,6 +110,7 @@ def test_the_api_refuses_bad_bodies_with_what_is_wrong(client, runtime):
     assert client.post(API + "/busy/matching", json={"action": "delete", "dry_run": True}).status_code == 404
 
 
+@pytest.mark.slow
 def test_the_cli_confirms_the_count_of_its_dry_run(tmp_path, runtime, redis_url):
     make_dead(runtime, OrdersWorker, [{"id": f"c{i:02}"} for i in range(20)])
     env = {"LOWKIQ_REDIS_URL": redis_url}

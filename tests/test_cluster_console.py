@@ -18,6 +18,9 @@ from lowkiq.store.queries import Cursor
 
 API = "/lowkiq/api/v1"
 
+# A Redis Cluster or Sentinels of its own: minutes of setup the fast run leaves out.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def workers(cluster):
@@ -73,6 +76,7 @@ def pages(rt: Runtime, worker, listing: str, order_by: str, desc: bool) -> list[
     return out
 
 
+@pytest.mark.slow
 def test_metrics_listings_and_lookups_are_the_same(both, workers, clock):
     standalone, clustered = both
     queues = [w.keys() for w in workers]
@@ -97,6 +101,7 @@ def test_metrics_listings_and_lookups_are_the_same(both, workers, clock):
     assert looked == expected
 
 
+@pytest.mark.slow
 def test_the_stats_api_and_dashboard_are_the_same_and_name_every_node(both, workers):
     standalone, clustered = both
     answers = []

@@ -26,6 +26,7 @@ def port_of(node_name: str) -> int:
     return int(node_name.rpartition(":")[2])
 
 
+@pytest.mark.slow
 def test_a_manual_failover_is_followed_by_a_held_wire(cluster):
     worker = covering_worker(cluster, "manual", 6)
     runtime = lowkiq.configure(redis_url=cluster.url, workers=[worker])

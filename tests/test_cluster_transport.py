@@ -19,6 +19,9 @@ from lowkiq.transport.resp import pack
 # the range script's arguments for "every id of the shard, by id"
 RANGE_ALL = ("id", "0", "", "", "", "", 100)
 
+# A Redis Cluster or Sentinels of its own: minutes of setup the fast run leaves out.
+pytestmark = pytest.mark.slow
+
 
 class Jobs(lowkiq.Worker):
     queue_name = "transport"
@@ -73,6 +76,7 @@ def test_a_node_url_is_detected_as_a_cluster_with_its_primaries_and_replicas(tra
     assert "Redis Cluster of 3 primaries" in transport.describe()
 
 
+@pytest.mark.slow
 def test_plain_commands_go_to_their_nodes_one_send_per_node_replies_in_order(transport, cluster, monkeypatch):
     keys = [f"key:{i}" for i in range(300)]
     assert {cluster.owner(cluster.keyslot(k)) for k in keys} == set(cluster.primaries())

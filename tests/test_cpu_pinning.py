@@ -56,6 +56,7 @@ def test_a_cpu_list_reads_like_linux_cpusets():
     assert [cpu_of((4, 6), n) for n in range(5)] == [4, 6, 4, 6, 4]
 
 
+@pytest.mark.slow
 def test_bad_cpus_name_the_setting(tmp_path):
     with pytest.raises(ValueError, match="LOWKIQ_CPUS"):
         build_settings({}, {"LOWKIQ_CPUS": "0-"})
@@ -69,6 +70,7 @@ def test_bad_cpus_name_the_setting(tmp_path):
     assert refused.returncode == 2
 
 
+@pytest.mark.slow
 @two_cpus
 def test_threads_started_before_the_pinning_are_held_too():
     """pin() moves every thread there is, not only the caller: an app may start threads on import."""
@@ -160,6 +162,7 @@ def test_each_process_of_processes_takes_the_next_cpu_and_a_held_child_killed_lo
         parent.kill()
 
 
+@pytest.mark.slow
 def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_url, tmp_path):
     refused = run_cli(tmp_path, "-r", str(APP), "--cpus", "4000", env={"LOWKIQ_REDIS_URL": redis_url, **FAST})
     assert refused.returncode == 2
@@ -170,6 +173,7 @@ def test_a_cpu_this_process_may_not_use_is_refused_in_one_line(versions, redis_u
     assert sorted(listed) == ALLOWED, line
 
 
+@pytest.mark.slow
 def test_processes_refuse_a_cpu_they_may_not_use_before_any_starts(versions, redis_url, tmp_path):
     refused = run_cli(tmp_path, "-r", str(APP), "--processes", "2", "--cpus", f"{ALLOWED[0]},4000",
                       env={"LOWKIQ_REDIS_URL": redis_url, **FAST})

@@ -6,11 +6,13 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from conftest import wait_until
 
 from lowkiq.server.crash_isolation import CrashIsolation
 
 
+@pytest.mark.slow
 def test_a_suspect_waits_for_the_other_holders_and_keeps_new_takes_out_until_released():
     iso, stop = CrashIsolation(), threading.Event()
     assert iso.hold("a", stop) and iso.hold("b", stop)  # both threads hold a batch
@@ -44,6 +46,7 @@ def test_a_suspect_waits_for_the_other_holders_and_keeps_new_takes_out_until_rel
     assert took.is_set() and not iso.claimed_by_other("b")
 
 
+@pytest.mark.slow
 def test_stopping_ends_every_wait():
     iso, stop = CrashIsolation(), threading.Event()
     assert iso.hold("a", stop) and iso.hold("b", stop)

@@ -54,6 +54,7 @@ def app_dir(tmp_path):
     connection.stop_embedded(folder / ".lowkiq")
 
 
+@pytest.mark.slow
 def test_start_join_and_stop(tmp_path, monkeypatch, no_redis_env):
     monkeypatch.chdir(tmp_path)
     url = connection.embedded_url()

@@ -39,6 +39,7 @@ def fill(client: redis.Redis) -> None:
     client.config_set("maxmemory", 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("durable", [False, True], ids=["plain", "durable_enqueue"])
 def test_a_full_redis_refuses_every_job_and_says_so(small_redis, durable):
     lowkiq.configure(workers=[Orders], redis_url=small_redis.url, durable_enqueue=durable, replica_wait=0.1)

@@ -45,6 +45,7 @@ def run(server: Server) -> threading.Thread:
     return thread
 
 
+@pytest.mark.slow
 def test_a_servers_life_is_told_event_by_event(configure):
     seen = Recorded()
     runtime = configure(workers=[Sorter], subscribers=[seen], **FAST)
@@ -72,6 +73,7 @@ def test_a_servers_life_is_told_event_by_event(configure):
     assert all(e.at <= time.time() for e in seen)
 
 
+@pytest.mark.slow
 def test_jobs_that_crashed_their_server_too_often_are_told_as_morgued_at_the_takeover(configure):
     seen = Recorded()
     runtime = configure(workers=[Sorter], subscribers=[seen], crash_limit=1, **FAST)
@@ -96,6 +98,7 @@ def test_jobs_that_crashed_their_server_too_often_are_told_as_morgued_at_the_tak
     assert runtime.queries(Sorter).morgue_job("bomb") is not None
 
 
+@pytest.mark.slow
 def test_a_subscriber_that_raises_is_logged_once_and_the_work_goes_on(configure, caplog):
     def broken(event: Event) -> None:
         raise RuntimeError("exporter down")

@@ -114,6 +114,7 @@ def test_no_permit_is_granted_twice_under_concurrent_asks(r, redis_url):
     assert sum(results) == 3 and len(holders(r, g)) == 3
 
 
+@pytest.mark.slow
 def test_a_rate_limit_holds_count_starts_per_sliding_period(r):
     g = GroupKeys("q", "A")
     first = ask(r, g, ["a", "b", "c", "d"], count=3, period_ms=400)
@@ -220,6 +221,7 @@ def test_the_keeper_side_extension_moves_a_batchs_permits_with_its_lease(configu
     assert runtime.client.zscore(g.permits_zset, member) > 1_000_000
 
 
+@pytest.mark.slow
 def test_a_rate_limited_group_waits_in_order_while_another_group_goes(configure):
     runtime = lowkiq.current()
     Throttled.perform_async([{"id": f"a{i}", "group": "A", "perform_in": i} for i in range(5)] +

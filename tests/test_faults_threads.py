@@ -85,6 +85,7 @@ def served(threads) -> list[tuple[int, int]]:
     return sorted((h.shard.index, t.number) for t in threads for h in t.handlers)
 
 
+@pytest.mark.slow
 def test_a_shard_moved_again_while_its_thread_is_busy_ends_on_one_thread_once(process, r):
     for _ in range(30):
         r.flushall()
@@ -145,6 +146,7 @@ def serving_one_job(process):
     return keeper, threads, handler, job_id
 
 
+@pytest.mark.slow
 def test_a_shard_moved_to_another_thread_while_its_batch_s_outcome_is_unknown_is_restored_first(process, r):
     """A write's reply was lost (its batch may sit in processing) and the keeper moves the shard to another
     thread: the batch goes back to the queue before the shard leaves, else it would stay in processing

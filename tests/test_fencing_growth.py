@@ -72,6 +72,7 @@ def test_a_stored_fence_ahead_of_the_clock_still_rises_by_one(r, redis_url):
     runtime.close()
 
 
+@pytest.mark.slow
 def test_an_id_moved_by_change_layout_from_the_command_line_gets_a_higher_token(tmp_path, r, redis_url):
     four = runtime_of(FourShards, redis_url)
     four.register([FourShards])  # records 4 shards, as its producers and servers did

@@ -58,6 +58,7 @@ def test_two_workers_of_one_app_on_one_queue_must_agree(r, redis_url):
     assert layout.recorded(runtime_of(FiveShards, redis_url).client, "orders") is None
 
 
+@pytest.mark.slow
 def test_a_server_with_another_shards_count_exits_with_one_line(tmp_path, r, redis_url):
     r.hset(LAYOUTS, "Recorder", 9)
     line = one_line_error(run_cli(tmp_path, "-r", str(APP), "--redis-url", redis_url,
@@ -86,6 +87,7 @@ def test_change_layout_waits_for_an_empty_queue_then_lets_the_new_count_in(tmp_p
     five.close(), six.close()
 
 
+@pytest.mark.slow
 def test_change_layout_from_the_command_line(tmp_path, r, redis_url):
     r.hset(LAYOUTS, "Recorder", 9)
     done = run_cli(tmp_path, "-r", str(APP), "--redis-url", redis_url, "--change-layout", "Recorder",

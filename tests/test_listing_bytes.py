@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import redis
 from flask.testing import FlaskClient
 from webui_support import OrdersWorker, make_dead
@@ -32,6 +33,7 @@ def big(n: int, size: int = MB) -> list[dict[str, Any]]:
     return [{"id": f"big-{i:02}", "payload": {"n": i, "blob": "x" * size}} for i in range(n)]
 
 
+@pytest.mark.slow
 def test_a_listing_page_of_50_jobs_of_1_mb_moves_kilobytes(client: FlaskClient, runtime: Runtime,
                                                             r: redis.Redis) -> None:
     OrdersWorker.perform_async(big(50))
@@ -57,6 +59,7 @@ def test_a_listing_page_of_50_jobs_of_1_mb_moves_kilobytes(client: FlaskClient, 
     assert page.get_data(as_text=True).count("data-clipped") == 50
 
 
+@pytest.mark.slow
 def test_an_export_streams_rows_cut_at_its_own_cap(client: FlaskClient, runtime: Runtime, r: redis.Redis) -> None:
     OrdersWorker.perform_async(big(50))
     r.config_resetstat()

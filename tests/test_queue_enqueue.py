@@ -185,6 +185,7 @@ class Versions(lowkiq.Worker):
     max_payloads_per_id = 10_000
 
 
+@pytest.mark.slow
 def test_default_score_and_perform_in_come_from_the_redis_servers_clock(configure, r):
     """Producers on hosts whose clocks disagree still agree: the push script reads Redis's TIME."""
     from lowkiq.jobs import prepare
@@ -259,6 +260,7 @@ def test_a_worker_with_a_bad_payload_limit_or_policy_is_refused_at_definition():
         type("Bad", (lowkiq.Worker,), {"payload_overflow": "ignore"})
 
 
+@pytest.mark.slow
 def test_adding_a_payload_to_an_id_at_its_limit_costs_what_it_costs_below_it(configure, r):
     """One id that held 300,000 payloads made each new one cost 625 ms in Redis; the limit bounds it."""
     configure(workers=[OrdersWorker])

@@ -23,6 +23,7 @@ def small_redis():
     server.stop()
 
 
+@pytest.mark.slow
 def test_an_out_of_memory_half_way_names_the_written_and_the_unwritten_jobs(small_redis):
     lowkiq.configure(workers=[Bulky], redis_url=small_redis.url)
     client = redis.Redis.from_url(small_redis.url)

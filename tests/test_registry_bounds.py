@@ -100,6 +100,7 @@ def crowded(r: redis.Redis) -> list[type[lowkiq.Worker]]:
     return workers
 
 
+@pytest.mark.slow
 def test_stats_and_the_live_refresh_stay_bounded_with_100_workers_of_1000_shards(
         crowded: list[type[lowkiq.Worker]], r: redis.Redis, redis_url: str) -> None:
     http = create_app(environ={"LOWKIQ_REDIS_URL": redis_url}).test_client()

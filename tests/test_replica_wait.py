@@ -15,6 +15,9 @@ from lowkiq.server.keeper import Keeper
 from lowkiq.server.processor import Processor
 from lowkiq.store.metrics import queue_metrics
 
+# A Redis Cluster or Sentinels of its own: minutes of setup the fast run leaves out.
+pytestmark = pytest.mark.slow
+
 
 class Mail(lowkiq.Worker):
     queue_name = "wait-mail"
@@ -54,6 +57,7 @@ def test_without_a_replica_durable_enqueue_raises_naming_the_jobs_it_wrote(confi
     assert runtime.client.replica_counts() == {next(iter(runtime.client.replica_counts())): 0}
 
 
+@pytest.mark.slow
 def test_with_a_replica_durable_enqueue_returns_once_it_holds_the_jobs(on_sentinel, sentinel):
     assert on_sentinel.client.replica_counts() == {f"127.0.0.1:{sentinel.primary()}": 1}
     assert Mail.perform_async([{"id": f"id-{i}", "payload": i} for i in range(30)]) == 30
@@ -62,6 +66,7 @@ def test_with_a_replica_durable_enqueue_returns_once_it_holds_the_jobs(on_sentin
     assert raised.value.unconfirmed == [0]
 
 
+@pytest.mark.slow
 def test_a_grant_no_replica_confirmed_is_released_not_served(on_sentinel, sentinel):
     stop = threading.Event()
     given: list[str] = []
@@ -87,6 +92,7 @@ def test_a_grant_no_replica_confirmed_is_released_not_served(on_sentinel, sentin
         threads[0].wire.close(disconnect=True)
 
 
+@pytest.mark.slow
 def test_durable_enqueue_on_a_cluster_waits_on_every_primary(cluster):
     runtime = lowkiq.configure(redis_url=cluster.url, workers=[Mail], durable_enqueue=True)
     try:

@@ -165,6 +165,7 @@ def drain_with_one_thread(runtime, shards, expected) -> tuple[int, int]:
     return CountingConnection.sent, len(done)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheduler, extra", [("lag", 0.03), ("seq", 0.25)])
 def test_round_trips_per_batch(configure, scheduler, extra):
     runtime = configure(workers=[Blank], build_scheduler=scheduler, poll_interval=0.05)

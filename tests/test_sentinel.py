@@ -14,6 +14,9 @@ from lowkiq.store.metrics import queue_metrics
 from lowkiq.transport import Transport
 from lowkiq.transport.sentinel import SentinelTarget, parse
 
+# A Redis Cluster or Sentinels of its own: minutes of setup the fast run leaves out.
+pytestmark = pytest.mark.slow
+
 
 class Mail(lowkiq.Worker):
     queue_name = "sentinel-mail"
@@ -48,6 +51,7 @@ def runtime(sentinel, clock):
     lowkiq.runtime._current = None
 
 
+@pytest.mark.slow
 def test_the_primary_is_found_through_the_sentinels(runtime, sentinel):
     transport = runtime.client
     assert transport.mode == "sentinel"
@@ -64,6 +68,7 @@ def test_a_wrong_service_is_a_connection_error_naming_it(sentinel):
         t.topology()
 
 
+@pytest.mark.slow
 def test_a_failover_is_followed_without_a_restart(runtime, sentinel, clock):
     Mail.perform_async([{"id": f"before{i}"} for i in range(12)])
     transport = runtime.client

@@ -26,6 +26,7 @@ def reset():
     Noted.done = []
 
 
+@pytest.mark.slow
 def test_on_server_init_happens_before_threads_take_jobs_and_a_dead_owners_batch_comes_back(configure):
     events = []
     runtime = configure(workers=[Noted], on_server_init=lambda: events.append(("init", list(Noted.done))),
@@ -45,6 +46,7 @@ def test_on_server_init_happens_before_threads_take_jobs_and_a_dead_owners_batch
     assert lowkiq.current().queries(Noted).busy() == []
 
 
+@pytest.mark.slow
 def test_a_crash_outside_perform_calls_last_words_and_exits_1(configure):
     class Broken(Seq):
         def next_shard(self):
@@ -72,6 +74,7 @@ def test_no_workers(configure):
         Server(configure(workers=[])).run(handle_signals=False)
 
 
+@pytest.mark.slow
 def test_redis_refusing_writes_is_waited_out_not_fatal(configure, r):
     runtime = configure(workers=[Noted], poll_interval=0.05)
     runtime.clock = time = __import__("time").time
@@ -93,6 +96,7 @@ def test_redis_refusing_writes_is_waited_out_not_fatal(configure, r):
     assert exits == [0]
 
 
+@pytest.mark.slow
 def test_broken_retry_in_and_format_error_fall_back_to_the_defaults(configure, caplog):
     class Broken(lowkiq.Worker):
         shards_count = 1

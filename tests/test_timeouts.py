@@ -47,6 +47,7 @@ def timed(call: Any) -> tuple[float, BaseException | None]:
     return time.monotonic() - started, None
 
 
+@pytest.mark.slow
 def test_perform_async_raises_within_pool_timeout(own_redis):
     try:
         lowkiq.configure(workers=[OrdersWorker], redis_url=own_redis.url, pool_timeout=1.0)
@@ -59,6 +60,7 @@ def test_perform_async_raises_within_pool_timeout(own_redis):
         lowkiq.runtime._current = None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["/", "/api/v1/stats", "/workers/OrdersWorker/enqueued", "/api/v1/workers/OrdersWorker/morgue"])
 def test_standalone_console_answers_503_within_its_redis_timeout(own_redis, path):
     redis.Redis.from_url(own_redis.url).hset("lowkiq:v1:registry", "OrdersWorker",
@@ -77,6 +79,7 @@ def test_standalone_console_answers_503_within_its_redis_timeout(own_redis, path
         assert "Redis did not answer" in reply.get_json()["error"]
 
 
+@pytest.mark.slow
 def test_mounted_console_uses_its_own_short_timeout(own_redis):
     from webui_support import host_app
 

@@ -29,6 +29,7 @@ def heard(pubsub) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_a_push_publishes_only_when_it_makes_the_shard_s_earliest_job_earlier(app, r):
     pubsub = r.pubsub(ignore_subscribe_messages=True)
     pubsub.subscribe(WAKE_CHANNEL)
@@ -54,6 +55,7 @@ def started_within(tmp_path, job_id: str, sent: float) -> float:
     return next(rec["start"] for rec in records(tmp_path, "perform") if job_id in rec["batch"]) - sent
 
 
+@pytest.mark.slow
 def test_an_idle_server_starts_a_pushed_job_at_once_not_a_poll_later(app, r, redis_url, tmp_path):
     server = start_server(tmp_path, redis_url, "--poll-interval", "30", env={"APP_WORKERS": "Recorder"})
     try:
@@ -76,6 +78,7 @@ def test_an_idle_server_starts_a_pushed_job_at_once_not_a_poll_later(app, r, red
         server.kill()
 
 
+@pytest.mark.slow
 def test_operators_actions_that_make_jobs_due_wake_the_idle_server(app, r, redis_url, tmp_path):
     """Perform now and a requeue from the morgue: the job starts at once, not at the server's next poll."""
     server = start_server(tmp_path, redis_url, "--poll-interval", "30", env={"APP_WORKERS": "Recorder"})

@@ -121,6 +121,7 @@ def test_a_bad_console_setting_stops_it_before_the_banner(capsys, monkeypatch, r
     assert "LOWKIQ_WEB_STALE_AFTER='1'" in err and "s3cret" not in err
 
 
+@pytest.mark.slow
 def test_a_bad_console_setting_is_one_line_and_exit_2_from_the_command(tmp_path, redis_url):
     """The real `lowkiq web`: no banner, no gunicorn, no traceback; nothing listens on the address."""
     port = free_port()

@@ -24,6 +24,7 @@ def seeded(runtime, clock):
     return {"enqueued": ["q0", "q1", "q2", "q3"], "morgue": ["d0", "d1", "d2"]}
 
 
+@pytest.mark.slow
 def test_every_listing_reads_lowkiq_s_infinities_as_no_bound(client, seeded):
     for area, orders in AREAS:
         for order_by in orders:

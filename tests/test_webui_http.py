@@ -154,6 +154,7 @@ def test_anything_else_is_not(prefix):
     assert not safe_prefix(prefix)
 
 
+@pytest.mark.slow
 def test_a_forwarded_prefix_that_is_not_a_path_never_becomes_a_link_or_a_redirect(redis_url, runtime):
     client = standalone(redis_url, LOWKIQ_WEB_PROXIES="1")
     good = client.get("/workers/OrdersWorker/enqueued", headers={"X-Forwarded-Prefix": "/ops/jobs"})

@@ -114,6 +114,7 @@ def spec(client) -> Spec:
 # ---- the document ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_document_is_valid_openapi_3_1(spec):
     validate(spec.doc)
     assert spec.doc["openapi"].startswith("3.1.")
@@ -140,6 +141,7 @@ def test_it_documents_exactly_the_api_routes(app, spec):
         assert body["required"] is op.takes_ids
 
 
+@pytest.mark.slow
 def test_servers_is_the_prefix_the_request_came_through(runtime):
     behind_proxy = host_app("/ops").test_client()
     doc = behind_proxy.get("/ops" + DOC, base_url="http://localhost/proxy/").get_json()
@@ -149,6 +151,7 @@ def test_servers_is_the_prefix_the_request_came_through(runtime):
     validate(at_root)
 
 
+@pytest.mark.slow
 def test_standalone_with_a_password_requires_basic_auth(redis_url, runtime):
     c = create_app(environ={"LOWKIQ_REDIS_URL": redis_url, "LOWKIQ_WEB_PASSWORD": "s3cret",
                             "LOWKIQ_WEB_READONLY": "1"}).test_client()

@@ -115,6 +115,7 @@ def test_a_bad_value_set_on_the_host_fails_loudly(runtime):
 # ---- no password on a public address -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_without_a_password_a_public_address_needs_an_explicit_opt_in(redis_url, runtime, caplog):
     public = {"SERVER_NAME": "0.0.0.0"}
     app = create_app(environ={"LOWKIQ_REDIS_URL": redis_url})

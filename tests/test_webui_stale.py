@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from webui_support import OrdersWorker, csrf, host_app
 
 import lowkiq
@@ -87,6 +88,7 @@ def test_a_worker_a_live_server_serves_is_not_forgotten(redis_url, r):
     assert audit.read(r) == []
 
 
+@pytest.mark.slow
 def test_a_recently_registered_worker_is_not_forgotten(redis_url, r):
     """No live server, but registered an hour ago, within LOWKIQ_WEB_STALE_AFTER (a day): not stale."""
     r.hset(registry_hash(), "Fresh", entry("Fresh", time.time() - 3600))
@@ -122,6 +124,7 @@ def test_a_worker_registered_by_a_host_whose_clock_runs_ahead_is_registered_in_t
     assert [w.name for w in registry.known(r)] == ["Ahead"]
 
 
+@pytest.mark.slow
 def test_a_console_of_an_app_forgets_none_of_its_workers(runtime, r):
     """An app-configured console's workers are defined by its code: never stale, never forgotten."""
     r.hset(registry_hash(), "OrdersWorker", entry("OrdersWorker", time.time() - 10 * 86400))
