@@ -68,8 +68,8 @@ def _package(name: str) -> str:
     where = name[name.rfind("(") + 1:-1]
     if where.startswith("redis/"):
         return "redis-py (commands, connection, pipeline, parser)"
-    if where.startswith("lowkiq/queue/"):
-        return "lowkiq.queue (scripts' arguments, replies into Jobs)"
+    if where.startswith("lowkiq/store/"):
+        return "lowkiq.store (scripts' arguments, replies into Jobs)"
     if where.startswith("lowkiq/"):
         return "lowkiq server loop (processor, shard handler, scheduler)"
     if "bench/apps" in where or where.startswith("apps/") or where.endswith("blank.py") or where.endswith("merging.py"):

@@ -57,7 +57,10 @@ runtime.close()
 """
 DESCRIBE = """
 import json, lowkiq
-from lowkiq.queue import lua
+try:
+    from lowkiq.store import lua
+except ImportError:  # a tree from before the store package (lowkiq/queue/)
+    from lowkiq.queue import lua
 print(json.dumps({"file": lowkiq.__file__, "scripts": {lua.script(n).sha: n for n in lua.NAMES}}))
 """
 

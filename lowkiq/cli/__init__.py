@@ -256,7 +256,3 @@ def change_layout(runtime: Runtime, worker_name: str) -> int:
     else:
         print(f"queue {worker.queue_name!r}: {before or 'no'} shards recorded before, {worker.shards_count} now")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

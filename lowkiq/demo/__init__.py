@@ -1,7 +1,7 @@
 """`lowkiq-demo` (`make demo`): producer, server and console on an embedded Redis.
 
 The embedded Redis keeps its data in ./.lowkiq, the server is
-`lowkiq -r <demo_app.py>`, the console is `lowkiq web --app <demo_app.py>`.
+`lowkiq -r <lowkiq/demo/app.py>`, the console is `lowkiq web --app <lowkiq/demo/app.py>`.
 Ctrl-C stops all of them.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import connection
 
-APP = Path(__file__).with_name("demo_app.py")
+APP = Path(__file__).with_name("app.py")
 STATUSES = ["created", "paid", "packed", "shipped", "delivered"]
 # Exit statuses of a child stopped by the signal the demo sends it (or Ctrl-C's).
 STOPPED = {0, -signal.SIGTERM, -signal.SIGINT, 128 + signal.SIGTERM, 128 + signal.SIGINT}
@@ -109,7 +109,3 @@ def main(argv: list[str] | None = None) -> int:
     connection.stop_embedded(data)
     print("demo stopped")
     return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

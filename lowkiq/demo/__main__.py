@@ -1,0 +1,7 @@
+"""``python -m lowkiq.demo``: the ``lowkiq-demo`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
