@@ -75,9 +75,9 @@ def test_a_token_is_single_use_expires_and_confirms_only_its_own_action(client, 
     token = client.post(API + "/morgue/matching", json={**body, "dry_run": True}).json["confirm"]
 
     other = client.post(API + "/morgue/matching", json={**body, "action": "requeue", "confirm": token})
-    assert other.status_code == 400 and other.json["reason"] == "mismatch" and "'delete'" in other.json["error"]
+    assert other.status_code == 409 and other.json["reason"] == "mismatch" and "'delete'" in other.json["error"]
     narrower = client.post(API + "/morgue/matching", json={**body, "min": "t1", "confirm": token})
-    assert narrower.status_code == 400 and narrower.json["reason"] == "mismatch"
+    assert narrower.status_code == 409 and narrower.json["reason"] == "mismatch"
     assert counts(runtime, OrdersWorker) == (0, 3)  # refusals touch nothing, and leave the token usable
 
     assert client.post(API + "/morgue/matching", json={**body, "confirm": token}).json["touched"] == 3
@@ -85,9 +85,9 @@ def test_a_token_is_single_use_expires_and_confirms_only_its_own_action(client, 
     assert reused.status_code == 409 and reused.json["reason"] == "used" and "already used" in reused.json["error"]
 
     unknown = client.post(API + "/morgue/matching", json={**body, "confirm": "1700000000000-" + "A" * 22})
-    assert unknown.status_code == 410 and unknown.json["reason"] == "expired"  # issued long ago, by its stamp
+    assert unknown.status_code == 409 and unknown.json["reason"] == "expired"  # issued long ago, by its stamp
     forged = client.post(API + "/morgue/matching", json={**body, "confirm": "not a token"})
-    assert forged.status_code == 400 and forged.json["reason"] == "unknown"
+    assert forged.status_code == 404 and forged.json["reason"] == "unknown"
 
     monkeypatch.setattr(confirmations, "TTL_SECONDS", 1)
     make_dead(runtime, OrdersWorker, [{"id": "late"}])
@@ -96,7 +96,7 @@ def test_a_token_is_single_use_expires_and_confirms_only_its_own_action(client, 
 
     time.sleep(1.1)
     expired = client.post(API + "/morgue/matching", json={**body, "confirm": token})
-    assert expired.status_code == 410 and "expired" in expired.json["error"]
+    assert expired.status_code == 409 and expired.json["reason"] == "expired" and "expired" in expired.json["error"]
     assert counts(runtime, OrdersWorker) == (0, 1)
 
 

@@ -291,8 +291,9 @@ def _api_act(op: Operation, worker: str) -> Response:
     return reply({"count": run_operation(c, op, view, _body_ids(op), "api")})
 
 
-# What a refused confirmation answers: a reused token is a conflict, an expired one is gone.
-REFUSAL_STATUS = {"used": 409, "expired": 410, "unknown": 400, "mismatch": 400}
+# What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
+# that counted another action conflicts with the request (its "reason" says which).
+REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}
 MATCHING_FIELDS = ("action", "order_by", "min", "max", "dry_run", "confirm")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import __version__
+from ..console import MATCHING_VERBS
 from ..console.listing import TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
@@ -123,13 +124,25 @@ def _object(properties: Json, description: str = "", *, optional: Iterable[str] 
 
 
 COUNT = {"type": "integer", "minimum": 0}
+# The filter of a "matching" action, as a listing reads it (its action's verbs depend on the area: see paths()).
+MATCHING_FILTER: Json = {
+    "action": {"type": "string", "description": "On dead jobs: requeue or delete; on queued jobs: delete, kill or "
+                                                "perform_now."},
+    "order_by": {"type": "string", "description": "The filter's field, as the listing's order_by."},
+    "min": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
+            "description": "The lowest value kept, inclusive; absent, null or '' is open."},
+    "max": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
+            "description": "The highest value kept, inclusive; absent, null or '' is open."},
+}
 SECONDS = {"type": "number", "minimum": 0}
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
 
 SCHEMAS: Json = {
-    "Error": _object({"error": {"type": "string", "description": "The problem, naming the parameter or field to fix."}},
-                     "Every error the API answers."),
+    "Error": _object({"error": {"type": "string", "description": "The problem, naming the parameter or field to fix."},
+                      "reason": {"enum": ["used", "expired", "unknown", "mismatch"],
+                                 "description": "Why a bulk action's confirmation token was refused (only then)."}},
+                     "Every error the API answers.", optional=("reason",)),
     "PayloadEntry": {
         "type": "array",
         "description": "One payload of the job and its score. The payload is what the worker's load_payload "
@@ -181,7 +194,9 @@ SCHEMAS: Json = {
     ),
     "Cursor": {
         "type": "string",
-        "pattern": "^[^:]+:",
+        # A finite number, then ":": what Cursor.decode reads (at most 20 digits and a two-digit exponent,
+        # so the number never overflows to an infinity, which a listing refuses).
+        "pattern": "^[-+]?([0-9]{1,20}(\\.[0-9]{0,20})?|\\.[0-9]{1,20})([eE][-+]?[0-9]{1,2})?:",
         "description": "A row's place in a listing, `<score>:<id>`. Pass it back unchanged as `after` or `before`, "
                        "with the same order_by, desc, min and max.",
         "examples": ["1700000000.0:1042"],
@@ -419,21 +434,14 @@ SCHEMAS: Json = {
         "The jobs to act on.",
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
-    "MatchingRequest": _object(
-        {
-            "action": {"enum": ["requeue", "delete", "kill", "perform_now"],
-                       "description": "On dead jobs: requeue or delete; on queued jobs: delete, kill or perform_now."},
-            "order_by": {"type": "string", "description": "The filter's field, as the listing's order_by."},
-            "min": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
-                    "description": "The lowest value kept, inclusive; absent, null or '' is open."},
-            "max": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
-                    "description": "The highest value kept, inclusive; absent, null or '' is open."},
-            "dry_run": {"type": "boolean", "description": "true: count, touch nothing, and answer a token."},
-            "confirm": {"type": "string", "description": "The token a dry run answered: act on the jobs it counted."},
-        },
-        "Either dry_run true, or confirm with the token of a dry run of the same action and filter.",
-        optional=("order_by", "min", "max", "dry_run", "confirm"),
-    ),
+    "MatchingRequest": {"oneOf": [
+        _object({**MATCHING_FILTER, "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
+                "Count the jobs the filter matches now.", optional=("order_by", "min", "max")),
+        _object({**MATCHING_FILTER, "confirm": {**TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
+                                               "description": "The token a dry run of the same action and filter "
+                                                              "answered: act on the jobs it counted."}},
+                "Act on the jobs a dry run counted.", optional=("order_by", "min", "max")),
+    ]},
     "MatchingAnswer": {"oneOf": [
         _object({
             "count": {**COUNT, "description": "Jobs the filter matches now."},
@@ -592,11 +600,12 @@ ERROR_STATUSES: dict[int, tuple[str, str]] = {
     401: ("Unauthorized", "LOWKIQ_WEB_PASSWORD is set and the request has no or wrong basic credentials."),
     403: ("Forbidden", "Refused: a cross-site or cross-origin action, an action in read-only mode, or a standalone "
                        "console without a password on a public address."),
-    404: ("NotFound", "Unknown worker (or a broken registry entry, with its problem), or no such job."),
+    404: ("NotFound", "Unknown worker (or a broken registry entry, with its problem), no such job, or a "
+                      "confirmation token never issued."),
     405: ("MethodNotAllowed", "The path does not take this method."),
     413: ("PayloadTooLarge", "The body is larger than LOWKIQ_WEB_MAX_CONTENT_LENGTH (or the host app's limit)."),
-    409: ("Conflict", "The confirmation token was already used: ask for a new count."),
-    410: ("Gone", "The confirmation token expired (10 minutes after its count): ask for a new count."),
+    409: ("Conflict", "The confirmation token was already used, has expired (10 minutes after its count), or "
+                      "counted another action or filter (its reason says which): ask for a new count."),
     415: ("UnsupportedMediaType", "An action sent without Content-Type: application/json."),
     500: ("Misconfigured", "A console setting has a value it does not accept."),
     503: ("Unavailable", "Redis did not answer within LOWKIQ_WEB_REDIS_TIMEOUT, or refused the request."),
@@ -778,11 +787,14 @@ def _matching_action(area: str) -> Json:
             "description": f"With dry_run: count the {jobs} jobs within min..max of order_by (all of them without "
                            "bounds) and answer a token. With confirm: act on exactly the jobs that count named, of "
                            "them on those that still match (jobs that came to match later are never touched). A "
-                           "token is used once and expires after 10 minutes; a reused (409), expired (410), unknown "
-                           "or mismatched (400) token touches nothing. Recorded in the audit log.",
+                           "token is used once and expires after 10 minutes; a reused, expired or mismatched (409) or "
+                           "unknown (404) token touches nothing. Recorded in the audit log.",
             "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
-            "requestBody": {"required": True, "content": _json(_schema("MatchingRequest"))},
+            "requestBody": {"required": True, "content": _json({"allOf": [_schema("MatchingRequest"), {"properties": {
+                "action": {"enum": list(MATCHING_VERBS[area])},
+                "order_by": {"enum": list(MORGUE_ORDERS if area == "morgue" else ENQUEUED_ORDERS)},
+            }}]})},
             "responses": _responses("MatchingAnswer", "The count and its token, or what the action did.",
-                                    400, 404, 409, 410, 413, 415),
+                                    400, 404, 409, 413, 415),
         }
     }
