@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Response, request, url_for
 
 from ..console import MATCHING_VERBS, WorkerView, listing
-from ..console.listing import BadInput
+from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..jobs import Job, MorgueJob
 from ..store import audit, history
@@ -18,16 +17,9 @@ from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
 from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor
 from .blueprint import bp
+from .http import body_object, no_parameters, reply
 from .state import console, settings
 from .views import dashboard_data, filter_text, run_operation
-
-API_PAGE_SIZE = 100
-
-
-def reply(data: Any, status: int = 200) -> Response:
-    # Custom payload loaders may return objects JSON cannot show: use their repr.
-    body = json.dumps(data, ensure_ascii=False, default=repr)
-    return Response(body, status=status, mimetype="application/json")
 
 
 def job_json(job: Job, *, traceback: bool = False) -> dict[str, Any]:
@@ -232,29 +224,6 @@ def api_openapi() -> Response:
 
     prefix = url_for(".dashboard").rstrip("/") or "/"
     return reply(openapi.document(prefix, basic_auth=settings().password is not None))
-
-
-def body_object() -> dict[str, Any] | None:
-    """The JSON object the request's body holds; None when it has none. BadInput names what is wrong."""
-    raw = request.get_data(cache=True)
-    if not raw.strip():
-        return None
-    try:
-        body = json.loads(raw)
-    except ValueError as exc:
-        raise BadInput(f"the body is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise BadInput("the body is nested too deeply") from None
-    if not isinstance(body, dict):
-        raise BadInput(f"the body must be a JSON object, got {type(body).__name__}")
-    return body
-
-
-def no_parameters(path: str) -> None:
-    """BadInput unless the body is empty or {}: an action that takes no parameters was sent some."""
-    body = body_object()
-    if body:
-        raise BadInput(f"{path} takes no parameters, got {sorted(body)}")
 
 
 def _body_ids(op: Operation) -> list[str]:

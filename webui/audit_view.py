@@ -6,10 +6,9 @@ from flask import Response, request
 
 from ..console.listing import BadInput
 from ..store import audit
-from .api import reply
 from .blueprint import bp
+from .http import page, reply
 from .state import console
-from .views import page
 
 SHOWN = 200
 

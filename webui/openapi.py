@@ -17,13 +17,12 @@ from typing import Any
 
 from .. import __version__
 from ..console import MATCHING_VERBS
-from ..console.listing import TIME_ORDERS
+from ..console.listing import API_PAGE_SIZE, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
 from ..store.actions import Actions
 from ..store.audit import IDS_KEPT
 from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
-from .api import API_PAGE_SIZE
 from .history_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 

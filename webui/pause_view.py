@@ -8,16 +8,16 @@ listing stays two round trips.
 
 from __future__ import annotations
 
-from flask import Response, redirect, url_for
+from flask import Response
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import WorkerView
 from ..store import pausing
 from . import actor
-from .api import no_parameters, reply
 from .blueprint import bp
+from .http import back as back_to
+from .http import flash_back, no_parameters, reply
 from .state import console
-from .views import FLASH_COOKIE, _back
 
 
 def _set(worker: str, verb: str, source: str) -> tuple[WorkerView, bool]:
@@ -30,16 +30,14 @@ def _set(worker: str, verb: str, source: str) -> tuple[WorkerView, bool]:
 
 def _page_action(worker: str, verb: str) -> BaseResponse:
     view = console().worker(worker)
-    back = _back(view)  # checked before acting: a bad one must not leave the action done and a 400
+    back = back_to(view)  # checked before acting: a bad one must not leave the action done and a 400
     view, changed = _set(worker, verb, "console")
     if verb == pausing.PAUSE:
         message = (f"Paused {view.name}: servers stop taking its jobs within a second; enqueueing goes on."
                    if changed else f"{view.name} was paused already.")
     else:
         message = f"Resumed {view.name}." if changed else f"{view.name} was not paused."
-    response = redirect(back, code=303)
-    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
-    return response
+    return flash_back(back, message)
 
 
 @bp.post("/workers/<worker>/pause")

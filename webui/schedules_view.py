@@ -7,15 +7,14 @@ token, then a redirect with a flash, as every action of the console.
 
 from __future__ import annotations
 
-from flask import Response, redirect, url_for
+from flask import Response, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console.schedules import ScheduleConsole, from_app
 from . import actor
-from .api import no_parameters, reply
 from .blueprint import bp
+from .http import flash_back, no_parameters, page, reply
 from .state import console
-from .views import FLASH_COOKIE, page
 
 
 def _board() -> ScheduleConsole:
@@ -44,9 +43,7 @@ def schedules_page() -> Response:
 
 def _page_action(name: str, verb: str) -> BaseResponse:
     message, _ = _act(name, verb, "console")
-    response = redirect(url_for(".schedules_page"), code=303)
-    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
-    return response
+    return flash_back(url_for(".schedules_page"), message)
 
 
 @bp.post("/schedules/<name>/pause")

@@ -6,10 +6,9 @@ from flask import Response
 
 from ..console.servers import server_json, worker_names
 from ..store import ownership
-from .api import reply
 from .blueprint import bp
+from .http import page, reply
 from .state import console
-from .views import page
 
 
 @bp.get("/servers")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flask import redirect, url_for
+from flask import url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import Console, WorkerView
@@ -27,8 +27,8 @@ from ..store.registry import WorkerInfo
 from .actor import actor
 from .blueprint import bp
 from .formatting import duration, relative
+from .http import flash_back
 from .state import console, settings
-from .views import FLASH_COOKIE
 
 
 def served_queues(members: Iterable[Member]) -> set[str]:
@@ -56,10 +56,7 @@ def stale_workers(c: Console, rows: Sequence[tuple[WorkerView, Any]], members: S
 def forget(worker: str) -> BaseResponse:
     c = console()
     message = _forget(c, c.worker(worker))
-    response = redirect(url_for(".dashboard"), code=303)
-    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True,
-                        samesite="Strict")
-    return response
+    return flash_back(url_for(".dashboard"), message)
 
 
 def _forget(c: Console, view: WorkerView) -> str:

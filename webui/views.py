@@ -6,8 +6,7 @@ import functools
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Response, abort, make_response, redirect, render_template, request, url_for
-from werkzeug.urls import iri_to_uri
+from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import Console, WorkerView, listing
@@ -18,10 +17,10 @@ from ..store.confirmations import ConfirmationRefused
 from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor, chart, formatting, history_chart
 from .blueprint import bp
+from .http import PAGE_SIZES, flash_back, page
+from .http import back as back_to
 from .state import console, state
 
-FLASH_COOKIE = "lowkiq_flash"
-PAGE_SIZES = (25, 50, 100)
 # A flash travels in a cookie, which browsers drop whole past 4 KB: a filter value is cut to this many
 # characters there (the audit log keeps it whole). Even two values of 4-byte characters, each quoted as
 # 16 in the cookie, leave the cookie under 3.5 KB.
@@ -160,7 +159,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
         abort(404)
     c = console()
     view = c.worker(worker)
-    back = _back(view)
+    back = back_to(view)
     orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
     bounds = {"min": args.min or None, "max": args.max or None}
@@ -169,7 +168,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     if not token:
         pending = c.count_matching(view, area, verb, args.order_by, **bounds)
         if not pending.count:
-            return _flash_back(back, f"No {kind} matches now ({filter_text(args, FLASH_FILTER_CHARS)}): nothing done.")
+            return flash_back(back, f"No {kind} matches now ({filter_text(args, FLASH_FILTER_CHARS)}): nothing done.")
         ask = MATCHING_ASK[area, verb].format(jobs=formatting.plural(pending.count, kind))
         return page("lowkiq/confirm.html", view=view, tab="", ask=ask, pending=pending, back=back,
                     scope=filter_text(args), fields=args.first_page().args(),
@@ -177,7 +176,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     try:
         done = c.act_on_counted(view, area, verb, args.order_by, token, **bounds)
     except ConfirmationRefused as exc:
-        return _flash_back(back, f"Nothing done: {exc}.")
+        return flash_back(back, f"Nothing done: {exc}.")
     audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
                  count=done.touched, scope=filter_text(args))
     jobs = formatting.plural(done.touched, kind)
@@ -185,13 +184,9 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     if done.skipped:
         message += (f" {done.skipped:,} of the {done.counted:,} counted no longer matched "
                     f"(performed, moved or changed since the count) and were left alone.")
-    return _flash_back(back, message)
+    return flash_back(back, message)
 
 
-def _flash_back(back: str, message: str) -> BaseResponse:
-    response = redirect(back, code=303)
-    response.set_cookie(FLASH_COOKIE, message, path=url_for(".dashboard"), max_age=60, httponly=True, samesite="Strict")
-    return response
 
 
 def filter_text(args: listing.Listing, limit: int | None = None) -> str:
@@ -295,14 +290,14 @@ MAX_SEARCHED_ID = 10_000
 def _act(op: Operation, worker: str) -> BaseResponse:
     c = console()
     view = c.worker(worker)
-    back = _back(view)  # checked before acting: a bad one must not leave an action done and a 400
+    back = back_to(view)  # checked before acting: a bad one must not leave an action done and a 400
     try:
         ids = [formatting.form_id_decode(value) for value in request.form.getlist("ids")[:MAX_IDS]]
     except ValueError as exc:
         raise BadInput(f"ids: {exc}") from None
     if op.takes_ids and not ids:
-        return _flash_back(back, "No job selected.")
-    return _flash_back(back, op.message(run_operation(c, op, view, ids, "console")))
+        return flash_back(back, "No job selected.")
+    return flash_back(back, op.message(run_operation(c, op, view, ids, "console")))
 
 
 def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], source: str) -> int:
@@ -313,24 +308,6 @@ def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], s
     count = op.run(c.actions(view), ids)
     actor.record(c, op, view, ids, count, source)
     return count
-
-
-def _back(view: WorkerView) -> str:
-    """Where the form came from, a path under the console's prefix; the worker's page when not given.
-
-    Raises BadInput for anything else: another site, a path outside the console, control
-    characters (a Location header cannot carry them), a backslash or a ".." segment.
-    """
-    given = request.form.get("next", "")
-    if not given:
-        return url_for(".enqueued", worker=view.name)
-    target = iri_to_uri(given)  # a Location header carries ASCII only
-    parts = urlsplit(target)
-    root = url_for(".dashboard")
-    inside = not parts.scheme and not parts.netloc and parts.path.startswith(root) and not target.startswith("//")
-    if not inside or formatting.FORM_UNSAFE.search(given) or "\\" in given or ".." in parts.path.split("/"):
-        raise BadInput(f"next must be a path under {root} without control characters, '\\' or '..', got {given[:200]!r}")
-    return target
 
 
 def _register_actions() -> None:
@@ -357,12 +334,3 @@ def _actions_context() -> dict[str, Any]:
 
 
 # ---- rendering ---------------------------------------------------------------------
-
-
-def page(template: str, status: int = 200, **context: Any) -> Response:
-    """A full page, with the flash left by the last action (then forgotten)."""
-    flash = request.cookies.get(FLASH_COOKIE)
-    response = make_response(render_template(template, flash=flash, page_sizes=PAGE_SIZES, **context), status)
-    if flash is not None:
-        response.delete_cookie(FLASH_COOKIE, path=url_for(".dashboard"))
-    return response

@@ -19,6 +19,9 @@ from ..store.queries import MAX_LIMIT, Cursor, Page
 
 TIME_ORDERS = frozenset({"perform_in", "updated_at"})
 
+# Rows a page of the JSON API holds when the request does not say.
+API_PAGE_SIZE = 100
+
 
 @dataclass(frozen=True)
 class Listing:
