@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zlib import crc32
@@ -132,27 +133,28 @@ class Queue:
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:
-            try:
+            with self._enqueue_errors(calls, call_positions):
                 return sum(lua.run_many(self.client, calls))
-            except PartialWrite as exc:
-                raise self._partial(exc, calls, call_positions) from exc
-            except redis.ResponseError as exc:
-                if out_of_memory(exc):
-                    raise self._out_of_memory(exc, calls, call_positions) from exc
-                raise
         return self._push_durably(calls, call_positions, len(jobs))
 
-    def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int) -> int:
-        """The push scripts, each node's followed by WAIT for one replica; NotDurable names what none confirmed."""
-        wire = lua.Wire(self.client)
+    @contextlib.contextmanager
+    def _enqueue_errors(self, calls: Sequence[lua.Call], call_positions: Sequence[list[int]]) -> Iterator[None]:
+        """Redis's refusals of push scripts as the producer's errors: which jobs were written, which not."""
         try:
-            replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0)
+            yield
         except PartialWrite as exc:
             raise self._partial(exc, calls, call_positions) from exc
         except redis.ResponseError as exc:
             if out_of_memory(exc):
                 raise self._out_of_memory(exc, calls, call_positions) from exc
             raise
+
+    def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int) -> int:
+        """The push scripts, each node's followed by WAIT for one replica; NotDurable names what none confirmed."""
+        wire = lua.Wire(self.client)
+        try:
+            with self._enqueue_errors(calls, call_positions):
+                replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0)
         finally:
             wire.close()
         unconfirmed: list[int] = []
