@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import MATCHING_VERBS, WorkerView, listing
+from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, listing
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..jobs import Job, MorgueJob
@@ -298,7 +298,7 @@ def _api_matching(worker: str, area: str) -> Response:
         raise BadInput('send either "dry_run": true (to count) or "confirm": "<token>" (to act), not both or neither')
     if token is not None and not isinstance(token, str):
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
-    orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
+    orders, default = AREA_ORDERS[area]
     fields = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
     args = listing.parse(fields, orders, default_order=default, default_limit=1)
     bounds = {"min": args.min or None, "max": args.max or None}

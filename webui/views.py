@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from ..console import Console, WorkerView, listing
+from ..console import AREA_ORDERS, Console, WorkerView, listing
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
 from ..store import audit, history
@@ -160,7 +160,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     c = console()
     view = c.worker(worker)
     back = back_to(view)
-    orders, default = (MORGUE_ORDERS, "updated_at") if area == "morgue" else (ENQUEUED_ORDERS, "perform_in")
+    orders, default = AREA_ORDERS[area]
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
     bounds = {"min": args.min or None, "max": args.max or None}
     kind = "dead job" if area == "morgue" else "queued job"

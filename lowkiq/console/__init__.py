@@ -34,7 +34,7 @@ from ..store.confirmations import Confirmations, Pending
 from ..store.keys import QueueKeys
 from ..store.membership import Member
 from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
-from ..store.queries import Queries
+from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..transport import Transport
 
@@ -48,6 +48,8 @@ MATCHING_VERBS = {
     "morgue": {"requeue": "morgue_requeue", "delete": "morgue_delete"},
     "enqueued": {"delete": "delete", "kill": "kill", "perform_now": "perform_now"},
 }
+# Each area's orders, and the one a listing or filter of it uses when none is given.
+AREA_ORDERS = {"morgue": (MORGUE_ORDERS, "updated_at"), "enqueued": (ENQUEUED_ORDERS, "perform_in")}
 CONSOLE_POOL_SIZE = 10
 # The workers a console knows: the usable ones, and registry entries it cannot use.
 Known = tuple[list[WorkerInfo], list[BrokenEntry]]
