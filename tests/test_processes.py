@@ -23,7 +23,15 @@ APP = APPS / "versions_app.py"
 
 
 def children(pid: int) -> set[int]:
-    return {c.pid for c in psutil.Process(pid).children() if c.status() != psutil.STATUS_ZOMBIE}
+    """The live children of ``pid``; one reaped while they are read (a killed child) is left out."""
+    alive = set()
+    for child in psutil.Process(pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.add(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
 
 
 def serving(r) -> dict[int, set[int]]:
