@@ -149,6 +149,9 @@ def normalize_group(value: Any, index: int) -> str | None:
         value.encode()
     except UnicodeEncodeError as exc:
         raise ValueError(f"job {index}: group {value!r} is not valid UTF-8 text: {exc.reason}") from None
+    if value.startswith("(") and value.endswith(")"):
+        # the console's and the metrics' own rows, e.g. "(other)" summing the groups not listed
+        raise ValueError(f"job {index}: group {value!r} is reserved: names in parentheses are the console's")
     return value
 
 

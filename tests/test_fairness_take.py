@@ -95,6 +95,45 @@ def test_a_failed_grouped_id_comes_back_into_its_group(clock):
     assert r.exists(lease.keys.groups_zset, lease.keys.group_of_hash, lease.keys.grouped_ids_lex_zset) == 0
 
 
+def test_a_dead_grouped_id_keeps_its_group_for_its_requeue_and_forgets_it_when_deleted(clock, r):
+    # max_retry_count 0: a failure goes straight to the morgue
+    q = queue(OneShard)
+    lease = held_lease(q, 0)
+    group_of = lease.keys.group_of_hash
+    OneShard.perform_async([{"id": "x", "group": "A", "perform_in": T - 5}, {"id": "y", "group": "A", "perform_in": T - 4}])
+    taken = q.ack_and_take(None, (lease, 1))
+    assert taken is not None and [j.id for j in taken.jobs] == ["x"]
+    assert q.fail(lease, [("x", T)], b"boom", 0).morgued
+    assert r.hget(group_of, "x") == b"A"
+    actions = lowkiq.current().actions(OneShard)
+    assert actions.morgue_requeue(["x"]) == 1
+    # x is back in A (counted in its depth), behind y
+    assert r.hget(group_of, "x") == b"A"
+    assert r.zscore(lease.keys.group_lengths_zset, "A") == 2
+    assert take_all(limit=1) == ["y", "x"]
+    OneShard.perform_async([{"id": "w", "group": "A"}])
+    taken = q.ack_and_take(None, (lease, 1))
+    assert taken is not None and [j.id for j in taken.jobs] == ["w"]
+    q.fail(lease, [("w", T)], b"boom", 0)
+    assert actions.morgue_delete(["w"]) == 1
+    assert not r.hexists(group_of, "w")  # deleted for good: nothing left of it
+
+
+def test_a_killed_grouped_id_keeps_its_group_for_its_requeue(clock, r):
+    q = queue(OneShard)
+    lease = held_lease(q, 0)
+    OneShard.perform_async([{"id": "x", "group": "A", "perform_in": T - 5}])
+    taken = q.ack_and_take(None, (lease, 1))
+    assert taken is not None
+    q.fail(lease, [("x", T - 1)], b"boom", OneShard.max_retry_count)  # retried: retry_count 0
+    actions = lowkiq.current().actions(OneShard)
+    assert actions.kill_failed() == 1
+    assert r.hget(lease.keys.group_of_hash, "x") == b"A"
+    assert actions.morgue_requeue(["x"]) == 1
+    assert r.hget(lease.keys.group_of_hash, "x") == b"A"
+    assert r.zscore(lease.keys.group_lengths_zset, "A") == 1
+
+
 def test_merging_keeps_the_queued_group_and_order_of_payloads(clock):
     OneShard.perform_async([{"id": "x", "group": "A", "payload": "v1", "score": 1, "perform_in": T - 5}])
     OneShard.perform_async([{"id": "x", "group": "B", "payload": "v2", "score": 2}])
@@ -120,6 +159,7 @@ def test_without_groups_no_fairness_key_is_written(clock, r):
 
 @pytest.mark.parametrize("bad, error", [
     (7, TypeError), ("", ValueError), (b"A", TypeError), ("a\nb", ValueError), ("x" * 201, ValueError),
+    ("(other)", ValueError),
 ])
 def test_a_bad_group_is_refused_naming_it_and_nothing_is_written(bad, error, r):
     with pytest.raises(error, match="group"):

@@ -177,6 +177,16 @@ local function group_requeued(id, perform_in)
   end
 end
 
+-- An id keeps its group while any copy of it is queued, in processing or in the morgue (a copy in
+-- processing needs it for its way back, a dead one for its requeue). The flags name the places to look
+-- at: the one the caller just removed the id from is not among them.
+local function group_forget(id, queued, processing, morgue)
+  if queued and redis.call('HEXISTS', K_PAYLOADS, id) == 1 then return end
+  if processing and redis.call('HEXISTS', K_PROCESSING, id) == 1 then return end
+  if morgue and redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then return end
+  redis.call('HDEL', K_GROUP_OF, id)
+end
+
 local function remove_from_queue(ids)
   if #ids == 0 then return end
   if redis.call('EXISTS', K_GROUP_OF) == 1 then
@@ -184,8 +194,7 @@ local function remove_from_queue(ids)
       local group = redis.call('HGET', K_GROUP_OF, id)
       if group then
         group_drop(id, group)
-        -- a copy of the id in processing keeps its group for its way back
-        if redis.call('HEXISTS', K_PROCESSING, id) == 0 then redis.call('HDEL', K_GROUP_OF, id) end
+        group_forget(id, false, true, true)
       end
     end
   end
@@ -254,6 +263,11 @@ end
 
 local function remove_from_morgue(ids)
   if #ids == 0 then return end
+  if redis.call('EXISTS', K_GROUP_OF) == 1 then
+    for _, id in ipairs(ids) do
+      if redis.call('HEXISTS', K_GROUP_OF, id) == 1 then group_forget(id, true, true, false) end
+    end
+  end
   call_chunked('ZREM', K_M_LEX, ids, 1)
   call_chunked('ZREM', K_M_UPDATED, ids, 1)
   call_chunked('HDEL', K_M_PAYLOADS, ids, 1)
@@ -366,9 +380,7 @@ local function acknowledge(first, crashes, grouped)
     if crashes then redis.call('HDEL', K_CRASHES, unpack(ARGV, i, last)) end
   end
   if grouped then
-    for i = first, #ARGV do
-      if redis.call('HEXISTS', K_PAYLOADS, ARGV[i]) == 0 then redis.call('HDEL', K_GROUP_OF, ARGV[i]) end
-    end
+    for i = first, #ARGV do group_forget(ARGV[i], true, false, true) end
   end
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
 end
