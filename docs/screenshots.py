@@ -41,19 +41,31 @@ class OrdersWorker(lowkiq.Worker):
     shards_count = 24
     batch_size = 10
 
+    def perform(self, payloads_by_id):
+        pass
+
 
 class InvoicesWorker(lowkiq.Worker):
     shards_count = 8
+
+    def perform(self, payloads_by_id):
+        pass
 
 
 class MailerWorker(lowkiq.Worker):
     shards_count = 5
     max_retry_count = 10
 
+    def perform(self, payloads_by_id):
+        pass
+
 
 class WebhooksWorker(lowkiq.Worker):
     shards_count = 12
     batch_size = 50
+
+    def perform(self, payloads_by_id):
+        pass
 
 
 WORKERS = [InvoicesWorker, MailerWorker, OrdersWorker, WebhooksWorker]

@@ -7,6 +7,7 @@ updates to one entity becomes one job with its versions in order.
 from .errors import (
     AppFileError,
     BadInput,
+    ConfigurationError,
     ConfirmationRefused,
     EmbeddedRedisError,
     LayoutChangeRefused,
@@ -37,9 +38,9 @@ from .worker import Worker
 __version__ = "0.1.0"
 
 __all__ = [
-    "AppFileError", "BadInput", "ConfirmationRefused", "EmbeddedRedisError", "Job", "LayoutChangeRefused",
-    "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob", "NoWorkers", "NotConfigured",
-    "NotDurable", "PartialEnqueue", "PartialFailure", "PartialWrite", "PayloadDecodeError", "PinningError",
-    "RedisOutOfMemory", "RegistryFull", "Schedule", "TimeLimitExceeded", "TopologyError", "UnknownWorker", "Worker",
-    "WorkerCrashed", "__version__", "configure", "context", "current",
+    "AppFileError", "BadInput", "ConfigurationError", "ConfirmationRefused", "EmbeddedRedisError", "Job",
+    "LayoutChangeRefused", "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob",
+    "NoWorkers", "NotConfigured", "NotDurable", "PartialEnqueue", "PartialFailure", "PartialWrite",
+    "PayloadDecodeError", "PinningError", "RedisOutOfMemory", "RegistryFull", "Schedule", "TimeLimitExceeded",
+    "TopologyError", "UnknownWorker", "Worker", "WorkerCrashed", "__version__", "configure", "context", "current",
 ]

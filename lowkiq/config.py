@@ -104,11 +104,12 @@ def _as_tuple(value: Any, name: str) -> tuple[Any, ...]:
 
 
 def _validate(settings: Settings) -> None:
-    from .worker import Worker
+    from .worker import Worker, check_perform
 
     for w in settings.workers:
         if not (isinstance(w, type) and issubclass(w, Worker)):
             raise TypeError(f"workers must be lowkiq.Worker subclasses, got {w!r}")
+        check_perform(w)
     names = [w.__name__ for w in settings.workers]
     queues = [w.queue_name for w in settings.workers]
     for label, items in (("worker class name", names), ("queue_name", queues)):

@@ -124,6 +124,12 @@ class NotConfigured(LowkiqError, RuntimeError):
     pass
 
 
+class ConfigurationError(LowkiqError, TypeError):
+    """``lowkiq.configure(...)`` was given something no server could run, such as a worker class
+    without a ``perform`` method (each of its jobs would fail and be retried for about 20 days).
+    Nothing was configured; the message names the class and what to fix."""
+
+
 class EmbeddedRedisError(LowkiqError, RuntimeError):
     pass
 

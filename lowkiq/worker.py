@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import fairness
+from .errors import ConfigurationError
 from .jobs import MorgueJob
 from .store.keys import QueueKeys, validate_queue_name
 from .store.registry import ISOLATIONS as ISOLATIONS
@@ -103,6 +104,22 @@ class Worker:
     @classmethod
     def keys(cls) -> QueueKeys:
         return QueueKeys(cls.queue_name, cls.shards_count)
+
+
+def check_perform(cls: type[Worker]) -> None:
+    """Refuse a worker class that does not define ``perform``.
+
+    Worker's own ``perform`` only raises: a server would take each job, fail it and retry it
+    for about 20 days before anyone noticed. Checked by ``configure``, not at class definition,
+    so that a base class shared by several workers may leave it to its subclasses.
+    """
+    perform = getattr(cls, "perform", None)
+    if perform is Worker.perform:
+        raise ConfigurationError(
+            f"{cls.__name__} has no perform method: define perform(self, payloads_by_id) in it (without one, "
+            f"a server would fail each of its jobs and retry it for about 20 days)")
+    if not callable(perform):
+        raise ConfigurationError(f"{cls.__name__}.perform must be a method taking payloads_by_id, got {perform!r}")
 
 
 def _check_flow_attributes(cls: type[Worker]) -> None:

@@ -45,9 +45,15 @@ lowkiq.configure(workers=[SlowWorker, DeadWorker])
 class SlowWorker(lowkiq.Worker):
     shards_count = 4
 
+    def perform(self, payloads_by_id):
+        pass
+
 
 class DeadWorker(lowkiq.Worker):
     shards_count = 3
+
+    def perform(self, payloads_by_id):
+        pass
 
 
 def wait_http(url: str, process: subprocess.Popen, timeout: float = 20) -> None:

@@ -120,6 +120,9 @@ def test_a_process_warns_when_another_has_its_node_number_name_or_another_shards
         shards_count = 4
         queue_name = "orders"
 
+        def perform(self, payloads_by_id):
+            pass
+
     runtime = configure(workers=[Orders], number_of_nodes=2, node_number=0, member_name="pod-a")
     keeper = Keeper(runtime, [])
 

@@ -98,6 +98,9 @@ from lowkiq.console import Console
 class Big(lowkiq.Worker):
     shards_count = 1
 
+    def perform(self, payloads_by_id):
+        pass
+
 runtime = lowkiq.configure(workers=[Big], redis_url=sys.argv[1])
 console = Console.from_runtime(runtime, redis_timeout=30)
 [view] = console.workers()

@@ -6,7 +6,8 @@ from lowkiq.store.keys import QueueKeys, ShardKeys
 
 
 class A(lowkiq.Worker):
-    pass
+    def perform(self, payloads_by_id):
+        pass
 
 
 def test_defaults():
@@ -57,6 +58,9 @@ def test_bad_settings_are_clear_errors(options, env, message):
 def test_two_workers_on_one_queue_are_refused():
     class B(lowkiq.Worker):
         queue_name = "A"
+
+        def perform(self, payloads_by_id):
+            pass
 
     with pytest.raises(ValueError, match="share the queue_name 'A'"):
         build_settings({"workers": [A, B]}, environ={})

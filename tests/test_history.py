@@ -18,9 +18,15 @@ from lowkiq.store.metrics import queue_metrics
 class Orders(lowkiq.Worker):
     shards_count = 2
 
+    def perform(self, payloads_by_id):
+        pass
+
 
 class Mails(lowkiq.Worker):
     shards_count = 1
+
+    def perform(self, payloads_by_id):
+        pass
 
 
 @pytest.fixture

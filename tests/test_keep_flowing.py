@@ -23,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 def flow_worker(**attrs: Any) -> type[lowkiq.Worker]:
     """The app's worker as the enqueuing side declares it (same queue; morgue_policy matters to push)."""
-    return type("Flow", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__, **attrs})
+    return type("Flow", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__,
+                                           "perform": lambda self, payloads_by_id: None, **attrs})
 
 
 def starts(tmp: Path, job_id: str) -> list[dict[str, Any]]:

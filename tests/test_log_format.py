@@ -118,6 +118,9 @@ def test_text_log_of_a_failing_job_and_its_retries_exhausted_forges_no_line(conf
     class Nasty(lowkiq.Worker):
         shards_count = 1
 
+        def perform(self, payloads_by_id):
+            pass
+
     configure(workers=[Nasty])
     nasty = "esc \x1b[2J cr \r nul \x00 rlo \u202e\n2031-01-01 00:00:00,000 INFO MainThread lowkiq.server: all is well"
     Nasty.perform_async([{"id": "n1", "payload": nasty}])

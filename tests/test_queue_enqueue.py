@@ -144,6 +144,9 @@ def test_perform_async_can_be_overridden_to_compute_ids(configure):
         def perform_async(cls, jobs):
             return super().perform_async([{**job, "id": job["payload"]["order"]} for job in jobs])
 
+        def perform(self, payloads_by_id):
+            pass
+
     configure(workers=[ByPayloadId])
     ByPayloadId.perform_async([{"payload": {"order": 9}}, {"payload": {"order": 9, "v": 2}}])
     assert [j.id for j in queries(ByPayloadId).enqueued("id").rows] == ["9"]
@@ -183,6 +186,9 @@ def test_huge_score_and_broken_unicode_id_name_the_job(r):
 class Versions(lowkiq.Worker):
     shards_count = 2
     max_payloads_per_id = 10_000
+
+    def perform(self, payloads_by_id):
+        pass
 
 
 @pytest.mark.slow
@@ -227,11 +233,17 @@ class Capped(lowkiq.Worker):
     shards_count = 2
     max_payloads_per_id = 3
 
+    def perform(self, payloads_by_id):
+        pass
+
 
 class Strict(lowkiq.Worker):
     shards_count = 2
     max_payloads_per_id = 3
     payload_overflow = "reject"
+
+    def perform(self, payloads_by_id):
+        pass
 
 
 def test_past_max_payloads_per_id_the_oldest_payloads_are_dropped_and_counted(configure, r):

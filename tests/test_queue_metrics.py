@@ -10,6 +10,9 @@ from lowkiq.store.metrics import queue_metrics
 class OtherWorker(lowkiq.Worker):
     shards_count = 2
 
+    def perform(self, payloads_by_id):
+        pass
+
 
 @pytest.fixture(autouse=True)
 def setup(configure):
