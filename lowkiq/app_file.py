@@ -12,11 +12,13 @@ import importlib.util
 import sys
 import traceback
 from pathlib import Path
+from types import TracebackType
 
 from . import runtime as runtime_module
 
 # Raised here; defined with every error users may catch, and importable from here too.
 from .errors import AppFileError as AppFileError
+from .errors import ConfigurationError
 from .runtime import Runtime
 
 
@@ -46,8 +48,10 @@ def load(path: str, *, as_main_app: bool = True) -> Runtime:
     except Exception as exc:
         runtime_module._current = before
         sys.modules.pop(name, None)
-        detail = "".join(traceback.format_exception(exc)).rstrip()
-        raise AppFileError(f"{path} raised while loading:\n{detail}") from exc
+        if isinstance(exc, ConfigurationError):
+            # lowkiq's own verdict on what the app configured: one line, where configure() was called.
+            raise AppFileError(f"{path}{_line_in(exc, file)}: {exc}") from exc
+        raise AppFileError(f"{path} raised while loading:\n{as_python_shows(exc, file)}") from exc
     configured = runtime_module._current
     if configured is None:
         runtime_module._current = before
@@ -55,3 +59,32 @@ def load(path: str, *, as_main_app: bool = True) -> Runtime:
     if not configured.settings.workers:
         raise AppFileError(f"{path} configures no workers: call lowkiq.configure(workers=[YourWorker, ...])")
     return configured
+
+
+def _app_frames(exc: BaseException, file: Path) -> TracebackType | None:
+    """The traceback of ``exc`` from the app file's first frame on: the frames before it are the
+    loader's (this module, importlib), which say nothing about the app."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != str(file):
+        tb = tb.tb_next
+    return tb
+
+
+def as_python_shows(exc: BaseException, file: Path) -> str:
+    """The error as ``python app.py`` would print it: the traceback from the app's own code (a
+    syntax error in the file itself has none: its file, line, code and caret), chained exceptions
+    included."""
+    tb = _app_frames(exc, file)
+    if tb is None and not isinstance(exc, SyntaxError):
+        tb = exc.__traceback__  # raised before any line of the app ran: every frame is the story
+    return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
+
+
+def _line_in(exc: BaseException, file: Path) -> str:
+    """``, line N``: the app's last line on the way to ``exc`` (its call of configure())."""
+    tb, line = _app_frames(exc, file), None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == str(file):
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return "" if line is None else f", line {line}"

@@ -56,3 +56,40 @@ def test_invalid_node_number(tmp_path, redis_url):
 def test_stop_embedded_when_none_runs(tmp_path):
     result = run_cli(tmp_path, "--stop-embedded")
     assert result.returncode == 0 and "no embedded Redis" in result.stdout
+
+
+def test_a_syntax_error_in_the_app_is_shown_as_python_shows_it(tmp_path):
+    (tmp_path / "app.py").write_text("import lowkiq\n\n\nclass Orders(lowkiq.Worker)\n    pass\n")
+    result = run_cli(tmp_path, "-r", "app.py")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "lowkiq: app.py raised while loading:",
+        f'  File "{tmp_path / "app.py"}", line 4',
+        "    class Orders(lowkiq.Worker)",
+        "                               ^",
+        "SyntaxError: expected ':'",
+    ]
+
+
+def test_an_error_at_import_keeps_the_traceback_of_the_app_s_own_code(tmp_path):
+    (tmp_path / "settings.py").write_text("import json\n\nTOKEN = json.loads('{')\n")
+    (tmp_path / "app.py").write_text("import lowkiq\nimport settings\n")
+    lines = run_cli(tmp_path, "-r", "app.py").stderr.splitlines()
+    assert lines[:6] == [
+        "lowkiq: app.py raised while loading:",
+        "Traceback (most recent call last):",
+        f'  File "{tmp_path / "app.py"}", line 2, in <module>',
+        "    import settings",
+        f'  File "{tmp_path / "settings.py"}", line 3, in <module>',
+        "    TOKEN = json.loads('{')",
+    ]
+    assert lines[-1].startswith("json.decoder.JSONDecodeError: Expecting property name")
+    assert not any("app_file.py" in line or "importlib" in line for line in lines)  # the loader's frames
+
+
+def test_a_worker_without_perform_is_refused_naming_it(tmp_path):
+    (tmp_path / "app.py").write_text(
+        "import lowkiq\n\n\nclass Orders(lowkiq.Worker):\n    shards_count = 4\n\n\nlowkiq.configure(workers=[Orders])\n")
+    line = one_line_error(run_cli(tmp_path, "-r", "app.py"))
+    assert line == ("lowkiq: app.py, line 8: Orders has no perform method: define perform(self, payloads_by_id) in "
+                    "it (without one, a server would fail each of its jobs and retry it for about 20 days)")

@@ -94,10 +94,56 @@ def test_usage_errors_are_one_line(capsys, tmp_path):
     assert web_command.main(["--app", str(tmp_path / "missing.py")]) == 2
     assert capsys.readouterr().err.strip() == (
         f"lowkiq web: {tmp_path / 'missing.py'}: no such file (the app that calls lowkiq.configure(workers=[...]))")
-    (tmp_path / "broken.py").write_text("raise RuntimeError('no database')\n")
-    assert web_command.main(["--app", str(tmp_path / "broken.py")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("lowkiq web: ") and "no database" in err and "\n" not in err
+
+
+def test_an_error_in_the_app_is_shown_as_python_shows_it_before_any_banner(capsys, tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import lowkiq\n\n\ndef connect():\n    raise RuntimeError('no database')\n\n\nconnect()\n")
+    assert web_command.main(["--app", str(broken)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # nothing is served
+    assert err.splitlines() == [
+        f"lowkiq web: {broken} raised while loading:",
+        "Traceback (most recent call last):",
+        f'  File "{broken}", line 8, in <module>',
+        "    connect()",
+        f'  File "{broken}", line 5, in connect',
+        "    raise RuntimeError('no database')",
+        "RuntimeError: no database",
+    ]
+    broken.write_text("import lowkiq\n\nclass Invoices(lowkiq.Worker)\n    pass\n")
+    assert web_command.main(["--app", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[1:] == [f'  File "{broken}", line 3', "    class Invoices(lowkiq.Worker)",
+                                    "                                 ^", "SyntaxError: expected ':'"]
+
+
+def test_a_worker_without_perform_is_one_line_naming_it_and_the_line(capsys, tmp_path):
+    (tmp_path / "app.py").write_text(APP.replace("    def perform(self, payloads_by_id):\n        pass\n",
+                                                 "    shards_count = 2\n"))
+    assert web_command.main(["--app", str(tmp_path / "app.py")]) == 2
+    assert capsys.readouterr().err == (
+        f"lowkiq web: {tmp_path / 'app.py'}, line 9: Invoices has no perform method: define perform(self, "
+        "payloads_by_id) in it (without one, a server would fail each of its jobs and retry it for about 20 days)\n")
+
+
+def test_with_no_app_and_no_url_it_says_the_embedded_redis_is_not_the_app_s(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def note(env: dict[str, str]) -> str:
+        web_command.plan(web_command.parser().parse_args([]), env)
+        return capsys.readouterr().err
+
+    err = note({})
+    assert err.startswith("lowkiq web: no app and no Redis URL given: starting a new, empty embedded Redis in "
+                          "./.lowkiq. It is not your app's Redis: no server of your app will show here.")
+    assert "(LOWKIQ_REDIS_URL=redis://... or --redis-url)" in err and "lowkiq web --app app.py" in err
+    (tmp_path / ".lowkiq").mkdir()  # one used before: it is an app's when the app's file is here
+    assert (f"watching the embedded Redis kept in ./.lowkiq, which is your app's only if the app's file is in "
+            f"{tmp_path}.") in note({})
+    for given in ({"LOWKIQ_REDIS_URL": "redis://db.example:6379/0"}, {"REDIS_URL": "redis://db.example:6379/0"},
+                  {"LOWKIQ_EMBEDDED_DIR": str(tmp_path / "chosen")}):
+        assert note(given) == ""
 
 
 def test_a_bad_console_setting_stops_it_before_the_banner(capsys, monkeypatch, redis_url):
@@ -207,6 +253,23 @@ def test_an_app_on_its_embedded_redis(tmp_path):
         assert redis.Redis(unix_socket_path=str(app_dir / ".lowkiq" / "redis.sock")).ping()
     finally:
         connection.stop_embedded(app_dir / ".lowkiq")
+
+
+@pytest.mark.slow
+def test_in_a_folder_without_an_app_the_console_says_its_embedded_redis_is_not_the_app_s(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LOWKIQ_REDIS_URL", "REDIS_URL", "LOWKIQ_APP", connection.EMBEDDED_DIR_VARIABLE)}
+    try:
+        process, base = start(cwd=tmp_path, env=env)
+        try:
+            page = get(base).decode()
+        finally:
+            out = stop(process, signal.SIGTERM, base)
+        assert "starting a new, empty embedded Redis in ./.lowkiq. It is not your app's Redis" in out
+        assert "data-embedded-note" in page and "embedded Redis at ./.lowkiq" in page
+        assert "Workers appear once a server starts" not in page
+    finally:
+        connection.stop_embedded(tmp_path / ".lowkiq")
 
 
 def test_the_served_app_takes_what_start_up_built_out_of_garbage_collections(redis_url):

@@ -101,11 +101,36 @@ def plan(args: argparse.Namespace, environ: dict[str, str]) -> tuple[list[str], 
         effective[name] = defaults[name] if value is None else value
         options += [f"--{name}", str(effective[name])]
 
+    watched = watched_redis(env)  # loads the app, if any: its error comes before any banner
     workers, threads = effective["workers"], effective["threads"]
     print(f"lowkiq console: {served_url(str(effective['bind']))}  ({workers} {_plural(workers, 'worker')} "
           f"x {threads} {_plural(threads, 'thread')})", flush=True)
-    print(f"watching Redis: {watched_redis(env)}", flush=True)
+    print(f"watching Redis: {watched}", flush=True)
+    note = embedded_note(env)
+    if note:
+        print(f"lowkiq web: {note}", file=sys.stderr, flush=True)
     return [sys.executable, "-m", "gunicorn", *options, APP_SPEC], env
+
+
+def embedded_note(env: dict[str, str]) -> str | None:
+    """What an operator must know when the console falls back on the embedded Redis of the current
+    folder, with no app to say whose it is: an empty console there proves nothing about the app.
+
+    None when a Redis URL, an app or LOWKIQ_EMBEDDED_DIR names the Redis: then it was chosen.
+    """
+    if redis_url_from(env.get("LOWKIQ_WEB_REDIS_URL"), env) or env.get("LOWKIQ_APP"):
+        return None
+    if env.get(connection.EMBEDDED_DIR_VARIABLE):
+        return None
+    folder = connection.embedded_dir(environ=env)
+    shown = connection.describe(None, folder).removeprefix("embedded at ")
+    where = ("To watch your app's Redis, give the console the URL the app uses (LOWKIQ_REDIS_URL=redis://... or "
+             "--redis-url), or the app file its servers run (lowkiq -r app.py: lowkiq web --app app.py)")
+    if not folder.exists():
+        return (f"no app and no Redis URL given: starting a new, empty embedded Redis in {shown}. It is not your "
+                f"app's Redis: no server of your app will show here. {where}.")
+    return (f"no app and no Redis URL given: watching the embedded Redis kept in {shown}, which is your app's only "
+            f"if the app's file is in {folder.parent}. {where}.")
 
 
 def check_console_settings(env: dict[str, str]) -> None:
@@ -167,15 +192,19 @@ def watched_redis(env: dict[str, str]) -> str:
 
 
 def _load_app(env: dict[str, str]) -> Runtime:
+    from .. import app_file
     from .. import runtime as runtime_module
-    from ..console import load_app
 
     saved, before = dict(os.environ), runtime_module._current
     os.environ.update(env)  # the app reads the same environment as the console will
     try:
-        loaded = load_app(env["LOWKIQ_APP"])
+        # As the console's processes will load it (console.load_app), minus its wrapping: an error
+        # in the app is shown as Python shows it, traceback and all, not squeezed into one line.
+        loaded = app_file.load(env["LOWKIQ_APP"], as_main_app=False)
         loaded.close()
         return loaded
+    except app_file.AppFileError as exc:
+        raise WebError(str(exc)) from exc
     except Exception as exc:
         detail = " ".join(str(exc).split())  # one line, whatever the app raised
         raise WebError(f"{env['LOWKIQ_APP']}: {type(exc).__name__}: {detail}") from exc
