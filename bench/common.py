@@ -286,3 +286,21 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def hold(queue: Any, shard: int, member: str, ttl: float) -> Any:
+    """Shard ``shard``'s lease of ``queue``'s worker for ``member``, as a server acquires it (its holdings)."""
+    import lowkiq
+    from lowkiq.server.holdings import Holdings
+    from lowkiq.store import lua
+    from lowkiq.store.leases import Lease
+    from lowkiq.worker import Shard
+
+    wire = lua.Wire(queue.client)
+    try:
+        [lease] = Holdings(lowkiq.current(), member).acquire(wire, [Shard(queue.worker, shard)], ttl=ttl)
+    finally:
+        wire.close()
+    if not isinstance(lease, Lease):
+        raise RuntimeError(f"shard {shard} of {queue.worker.__name__} is held by another process: {lease}")
+    return lease

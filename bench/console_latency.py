@@ -23,10 +23,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from redis_server import RedisServer, free_port  # noqa: E402
 
 import lowkiq  # noqa: E402
+from bench.common import hold  # noqa: E402
 from lowkiq.store.metrics import queue_metrics  # noqa: E402
 
 WORKERS = 50
@@ -50,7 +52,7 @@ def seed(runtime: lowkiq.runtime.Runtime, workers: list[type[lowkiq.Worker]]) ->
                                                                                                              start + SLICE)])
     queue = runtime.queue(dead_worker)
     for shard in range(SHARDS):
-        lease = queue.acquire(shard, "bench-seed", ttl=600)
+        lease = hold(queue, shard, "bench-seed", ttl=600)
         while True:
             taken = queue.ack_and_take(None, (lease, 1000))
             if not taken or not taken.jobs:

@@ -17,6 +17,7 @@ from typing import Any
 import lowkiq
 from lowkiq.store.leases import Lease
 
+from .common import hold
 from .redis_server import RedisServer
 
 BATCH = 10
@@ -40,7 +41,7 @@ def one_run(client: Any, jobs: int, groups: int) -> dict[str, float]:
     queue = lowkiq.current().queue(Fair)
     leases = []
     for shard in range(Fair.shards_count):
-        lease = queue.acquire(shard, "bench", ttl=600)
+        lease = hold(queue, shard, "bench", ttl=600)
         assert isinstance(lease, Lease)
         leases.append(lease)
     batch = [{"id": i, "payload": {"v": i}, **({"group": f"g{i % groups}"} if groups else {})} for i in range(jobs)]

@@ -10,7 +10,7 @@ import argparse
 import time
 
 import lowkiq
-from bench.common import RedisCounters
+from bench.common import RedisCounters, hold
 from bench.redis_server import RedisServer
 from lowkiq.store import lua
 
@@ -23,7 +23,7 @@ def measure(url: str, client, jobs: int, batch: int) -> dict[str, float]:
         for start in range(0, jobs, 10_000):
             worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + 10_000))])
         queue = runtime.queue(worker)
-        lease = queue.acquire(0, "cost", ttl=60)
+        lease = hold(queue, 0, "cost", ttl=60)
         wire = lua.Wire(queue.client)
         counters = RedisCounters(client).start()
         started, cpu_started = time.perf_counter(), time.process_time()

@@ -6,7 +6,10 @@ from typing import Any
 
 import lowkiq
 from lowkiq.jobs import Job
-from lowkiq.store.leases import Lease
+from lowkiq.server.holdings import Holdings
+from lowkiq.store import lua
+from lowkiq.store.leases import Held, Lease, LeaseRefused
+from lowkiq.worker import Shard
 
 
 class OrdersWorker(lowkiq.Worker):
@@ -29,9 +32,34 @@ def actions(worker: type[lowkiq.Worker] = OrdersWorker):
     return lowkiq.current().actions(worker)
 
 
+def acquire(q, shard: int, member: str, *, ttl: float = 60, crash_limit: int | None = None) -> Lease | Held:
+    """Shard ``shard``'s lease for ``member``, or who holds it: through a server's own path (its holdings)."""
+    wire = lua.Wire(q.client)
+    try:
+        [got] = Holdings(lowkiq.current(), member).acquire(wire, [Shard(q.worker, shard)], ttl=ttl,
+                                                           crash_limit=crash_limit)
+    finally:
+        wire.close()
+    assert got is not None, "a grant no replica confirmed"
+    return got
+
+
+def restore(q, lease: Lease) -> int:
+    """The lease holder's own in-flight batch back to the queue (a server thread's recovery); a lease Redis
+    refused raises LeaseRefused, as every other fenced call does."""
+    wire = lua.Wire(q.client)
+    try:
+        restored, lost = Holdings(lowkiq.current(), "tests").restore(wire, [lease])
+    finally:
+        wire.close()
+    if lost:
+        raise LeaseRefused(str(lease.lost), lease.keys.lease_hash, f"restore refused: {lease.lost}")
+    return restored
+
+
 def lease(q, shard: int, member: str = "tests") -> Lease:
     """The shard's lease for ``member``: every write to a processing area needs it."""
-    got = q.acquire(shard, member, ttl=60)
+    got = acquire(q, shard, member)
     assert isinstance(got, Lease), f"shard {shard} is held: {got}"
     return got
 

@@ -122,12 +122,12 @@ def test_a_shard_handed_back_that_the_keeper_no_longer_wants_is_released_on_the_
     read(threads)
     # A move between threads is asked for; before the busy thread hands the shard back, the process starts
     # draining (SIGTERM): the shard must be released, by the thread, not through the keeper's connection.
-    shard, lease = next(iter(keeper.leases.items()))
+    shard, lease = next(iter(keeper.holdings.held().items()))
     threads[keeper.given[shard]].hand_back(lease, release=False)
     keeper.draining = True
     keeper.wire.callers.clear()
     read(threads)
-    assert shard not in keeper.leases
+    assert shard not in keeper.holdings.held()
     assert r.hget(lease.keys.lease_hash, "state") == b"released"
     assert served(threads) and shard[1] not in {s for s, _ in served(threads)}
     assert keeper.wire.callers == set(), "the keeper's connection is the keeper thread's alone"

@@ -15,9 +15,11 @@ from server_support import APP, run_cli
 import lowkiq
 from lowkiq.config import build_settings
 from lowkiq.runtime import Runtime
+from lowkiq.server.holdings import Holdings
 from lowkiq.store import layout, lua
 from lowkiq.store.codec import shard_of
 from lowkiq.store.leases import Lease
+from lowkiq.worker import Shard
 
 
 class FourShards(lowkiq.Worker):
@@ -39,7 +41,11 @@ def runtime_of(worker: type[lowkiq.Worker], redis_url: str) -> Runtime:
 
 def grant(runtime: Runtime, worker: type[lowkiq.Worker], shard: int, member: str = "m") -> Lease:
     """A grant of the shard's lease, released at once so that the next one is granted too."""
-    got = runtime.queue(worker).acquire(shard, member, ttl=30)
+    wire = lua.Wire(runtime.client)
+    try:
+        [got] = Holdings(runtime, member).acquire(wire, [Shard(worker, shard)], ttl=30)
+    finally:
+        wire.close()
     assert isinstance(got, Lease), got
     lua.run(runtime.client, "release", got.keys, (got.grant,))
     return got

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 
 import pytest
-from queue_support import held_lease, queue
+from queue_support import acquire, held_lease, queue, restore
 
 import lowkiq
 from lowkiq.store import lua
@@ -156,20 +156,20 @@ def test_restore_takeover_untake_and_the_crash_morgue_count_their_ids_back(r):
     for shard in range(2):
         lease = held_lease(q, shard)
         assert take(Tenants, shard, limit=1)
-        assert q.restore(lease) == 1
+        assert restore(q, lease) == 1
         assert counted(r, Tenants) == {"A": 6}
         taken = take(Tenants, shard, limit=2)
         assert lua.run(q.client, "untake", lease.keys, (lease.grant, *taken)) == len(taken)
         assert counted(r, Tenants) == {"A": 6}
         taken = take(Tenants, shard, limit=2)
         r.hset(lease.keys.lease_hash, "expires_ms", 0)  # its holder stopped renewing
-        q.acquire(shard, "another", ttl=60, crash_limit=5)  # taken over: the batch goes back
+        acquire(q, shard, "another", ttl=60, crash_limit=5)  # taken over: the batch goes back
         assert counted(r, Tenants) == {"A": 6}
         r.delete(lease.keys.lease_hash)
     for shard in range(2):
         taken = take(Tenants, shard, limit=1)
         r.hset(queue(Tenants).keys.shard(shard).lease_hash, "expires_ms", 0)
-        q.acquire(shard, "a third", ttl=60, crash_limit=1)  # its crash limit: the morgue, not the queue
+        acquire(q, shard, "a third", ttl=60, crash_limit=1)  # its crash limit: the morgue, not the queue
     assert counted(r, Tenants) == {"A": 4}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from queue_support import OrdersWorker, queries, queue, queued
+from queue_support import OrdersWorker, acquire, queries, queue, queued, restore
 
 import lowkiq
 from lowkiq.store import lua, membership
@@ -23,7 +23,7 @@ def ids_in(shard: int, n: int) -> list[str]:
 
 
 def grab(member: str, shard: int = 0, ttl: float = 60) -> Lease:
-    got = queue().acquire(shard, member, ttl=ttl)
+    got = acquire(queue(), shard, member, ttl=ttl)
     assert isinstance(got, Lease), got
     return got
 
@@ -48,7 +48,7 @@ def refused(call, reason: str) -> LeaseRefused:
 def test_acquire_grants_a_free_shard_and_refuses_a_held_one(r):
     a = grab("A")
     assert (a.epoch, a.cfg_epoch, a.restored) == (1, 0, 0)
-    held = queue().acquire(0, "B", ttl=60)
+    held = acquire(queue(), 0, "B", ttl=60)
     assert isinstance(held, Held) and held.owner == "A" and 0 < held.ms_left <= 60_000
     lease = r.hgetall(a.keys.lease_hash)
     assert (lease[b"state"], lease[b"owner"], lease[b"grant"]) == (b"held", b"A", a.grant.encode())
@@ -64,7 +64,7 @@ def test_every_fenced_script_refuses_a_wrong_grant_and_an_expired_lease(script, 
     calls = {
         "ack_and_take": lambda lease: q.ack_and_take(None, (lease, 1)),
         "fail": lambda lease: q.fail(lease, [(ids[0], 0.0)], b"boom", 5),
-        "restore": lambda lease: q.restore(lease),
+        "restore": lambda lease: restore(q, lease),
         "renew": lambda lease: lua.run(q.client, "renew", lease.keys, (lease.grant, 1000)),
         "release": lambda lease: lua.run(q.client, "release", lease.keys, (lease.grant,)),
     }
@@ -170,11 +170,11 @@ def test_release_acknowledges_puts_back_the_rest_and_hands_over_without_a_restor
     q = queue()
     a = grab("A", shard=2)
     taken = [j.id for j in q.ack_and_take(None, (a, 3)).jobs]
-    from lowkiq.server.keeper import release_leases
+    from lowkiq.server.holdings import Holdings
     from lowkiq.store.lua import Wire
 
     wire = Wire(q.client)
-    assert release_leases(wire, [a], {id(a): taken[:2]}) == 1  # two acknowledged, one put back
+    assert Holdings(lowkiq.current(), "A").release(wire, [a], {id(a): taken[:2]}) == 1  # two acknowledged, one put back
     wire.close()
     assert r.hget(a.keys.lease_hash, "state") == b"released"
     assert int(r.hget(a.keys.counters_hash, "processed")) == 2

@@ -1,7 +1,7 @@
 """SPEC's retry table, the morgue rule, and restore of processing data."""
 
 import pytest
-from queue_support import OrdersWorker, fail, held_lease, queries, queue, queued, take
+from queue_support import OrdersWorker, fail, held_lease, queries, queue, queued, restore, take
 
 
 @pytest.fixture(autouse=True)
@@ -167,7 +167,7 @@ def test_restore_moves_processing_back_with_its_own_schedule(clock):
     assert job.retry_count == 0 and job.error == "earlier"
     # The process dies mid-perform; meanwhile a new version arrives.
     OrdersWorker.perform_async([{"id": 1, "payload": "v2", "score": 2, "perform_in": clock.now + 500}])
-    assert queue().restore(held_lease(queue(), queue().shard_of("1"))) == 1
+    assert restore(queue(), held_lease(queue(), queue().shard_of("1"))) == 1
     back = queued("1")
     assert back.payloads == [("v1", 1.0), ("v2", 2.0)]
     assert (back.retry_count, back.perform_in, back.error) == (0, job.perform_in, "earlier")
@@ -179,7 +179,7 @@ def test_restore_of_selected_shards_only(clock):
     OrdersWorker.perform_async([{"id": i} for i in ids.values()])
     for s in range(3):
         queue().ack_and_take(None, (held_lease(queue(), s), 5))
-    assert queue().restore(held_lease(queue(), 0)) + queue().restore(held_lease(queue(), 2)) == 2
+    assert restore(queue(), held_lease(queue(), 0)) + restore(queue(), held_lease(queue(), 2)) == 2
     assert [j.id for j in queries().busy()] == [ids[1]]
 
 

@@ -76,17 +76,17 @@ def test_a_grant_no_replica_confirmed_is_released_not_served(on_sentinel, sentin
     threads[0].give = lambda lease: given.append(str(lease.shard))  # what the thread would serve
     try:
         keeper.beat()
-        keeper.replicas = on_sentinel.client.replica_counts()
+        keeper.holdings.replicas = on_sentinel.client.replica_counts()
         shards = [(Mail.queue_name, i) for i in range(Mail.shards_count)]
         with replica_paused(sentinel):
             keeper.acquire(shards)
-        assert given == [] and keeper.leases == {}
+        assert given == [] and keeper.holdings.held() == {}
         lease_hashes = [Mail.keys().shard(i).lease_hash for i in range(Mail.shards_count)]
         primary = sentinel.data(sentinel.primary())
         assert [primary.hget(key, "state") for key in lease_hashes] == [b"released"] * 3
 
         keeper.acquire(shards)  # the replica follows again: the grants are confirmed
-        assert sorted(given) == sorted(str(lease.shard) for lease in keeper.leases.values()) and len(given) == 3
+        assert sorted(given) == sorted(str(lease.shard) for lease in keeper.holdings.held().values()) and len(given) == 3
     finally:
         keeper.wire.close(disconnect=True)
         threads[0].wire.close(disconnect=True)

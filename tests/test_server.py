@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import pytest
 from conftest import wait_until
+from queue_support import acquire
 
 import lowkiq
 from lowkiq.server import NoWorkers, Server
@@ -34,7 +35,7 @@ def test_on_server_init_happens_before_threads_take_jobs_and_a_dead_owners_batch
     runtime.clock = __import__("time").time
     Noted.perform_async([{"id": 1}])
     q = runtime.queue(Noted)
-    dead = q.acquire(q.shard_of("1"), "a-process-that-died", ttl=1)
+    dead = acquire(q, q.shard_of("1"), "a-process-that-died", ttl=1)
     q.ack_and_take(None, (dead, 10))  # it died with id 1 in processing
     server = Server(runtime)
     thread = threading.Thread(target=lambda: events.append(("exit", server.run(handle_signals=False))))

@@ -5,7 +5,7 @@ API and the CLI, never in listings."""
 from __future__ import annotations
 
 import pytest
-from queue_support import held_lease
+from queue_support import held_lease, restore
 
 import lowkiq
 from lowkiq import stored_error
@@ -77,7 +77,7 @@ def test_the_traceback_is_stored_beside_the_error_and_follows_the_job_to_the_mor
     q = runtime.queue(Billing)
     taken = q.ack_and_take(None, (held_lease(q, 0), 5))
     assert [j.traceback for j in taken.jobs] == [job.traceback]
-    q.restore(held_lease(q, 0))
+    restore(q, held_lease(q, 0))
     fail_once(runtime)
     fail_once(runtime)  # retry_count reaches max_retry_count: to the morgue
     dead = runtime.queries(Billing).morgue_job("c1")

@@ -31,7 +31,7 @@ import redis
 import lowkiq
 from lowkiq.store.metrics import queue_metrics
 
-from ..common import ItemResult, Sizes, log
+from ..common import ItemResult, Sizes, hold, log
 from ..options import Options
 from ..redis_server import RedisServer, free_port
 
@@ -176,7 +176,7 @@ def _seed(url: str, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:
             queue = runtime.queue(worker)
             now = time.time()
             for shard in range(worker.shards_count):
-                lease = queue.acquire(shard, "bench-seed", ttl=60)
+                lease = hold(queue, shard, "bench-seed", ttl=60)
                 taken = queue.ack_and_take(None, (lease, dead_each))
                 if taken and taken.jobs:
                     queue.fail(lease, [(job.id, now + 3600) for job in taken.jobs], ERROR, worker.max_retry_count)
@@ -215,7 +215,7 @@ def _seed_retried(url: str, count: int) -> float:
     try:
         runtime.register([RetriedOne])
         queue = runtime.queue(RetriedOne)
-        lease = queue.acquire(0, "bench-seed", ttl=600)
+        lease = hold(queue, 0, "bench-seed", ttl=600)
         for start in range(0, count, 10_000):
             RetriedOne.perform_async([{"id": f"r{i}", "payload": {"order": i}}
                                       for i in range(start, min(count, start + 10_000))])

@@ -121,8 +121,6 @@ class Server:
         self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal, isolation)
                            for i in range(s.threads_per_node)]
         self.keeper = Keeper(self.runtime, self.processors)
-        for p in self.processors:
-            p.keeper = self.keeper
         log.info("server %s: %d threads for %d shards of %s, shared through leases with the other live servers",
                  self.keeper.member_id[:8], s.threads_per_node, sum(w.shards_count for w in s.workers),
                  ", ".join(w.__name__ for w in s.workers))

@@ -21,7 +21,7 @@ import redis
 
 from ..store import lua, permits
 from ..store.keys import GroupKeys
-from ..store.leases import Lease, refusal, ttl_ms
+from ..store.leases import Lease, fenced, ttl_ms
 from ..store.queue import Taken
 
 log = logging.getLogger("lowkiq.server")
@@ -136,10 +136,8 @@ class GroupLimits:
                     entry = _held[id(lease)] = (lease, {})
                 entry[1].update(held)
         if refused:
-            try:
+            with fenced():
                 self.run([permits.untake_call(lease.keys, lease.grant, sorted(refused))])
-            except redis.ResponseError as exc:
-                raise (refusal(exc) or exc) from None
             kept = [(job, g) for job, g in zip(taken.jobs, groups) if job.id not in refused]
             taken.jobs = [job for job, _ in kept]
             taken.groups = [g for _, g in kept]

@@ -16,19 +16,19 @@ import random
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
 
 from .. import __version__, log_format
-from ..events import SILENT, Bus
 from ..store import history, leases, lua, membership, schedules
-from ..store.leases import Held, Lease
+from ..store.leases import Lease
 from ..store.metrics import MetricsReader
 from ..worker import Shard
 from . import group_limits
 from .assignment import MemberView, ShardId, assign, split_among_threads
+from .holdings import Holdings, shard_id
 from .ticker import Ticker
 
 if TYPE_CHECKING:
@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lowkiq.server")
 
-CRASH_ERROR = ("lowkiq: the server process died while performing this job {limit} times in a row "
-               "(its lease expired with the job in processing); moved to the morgue so that it stops "
-               "taking servers down")
 # Seconds between reads of how many replicas each primary has.
 REPLICAS_EVERY = 10.0
 # Seconds between claims of the queues' history sample: each minute is claimed once, by whoever asks first.
@@ -61,8 +58,9 @@ class Keeper:
         self.queues = tuple((w.queue_name, w.shards_count) for w in s.workers)
         self.hint = (s.number_of_nodes, s.node_number) if s.number_of_nodes > 1 or s.build_splitter == "by_node" else None
         self.started_ms = int(time.time() * 1000)
-        self.lock = threading.Lock()
-        self.leases: dict[ShardId, Lease] = {}  # held by this process, whichever thread serves them
+        self.holdings = Holdings(runtime, self.member_id)
+        for processor in self.processors:  # its threads hand shards back to it, and share its holdings
+            processor.keeper, processor.holdings = self, self.holdings
         self.thread_of: dict[ShardId, int] = {}
         # The thread each held lease was last given to: it serves it, or will once it reads its inbox.
         self.given: dict[ShardId, int] = {}
@@ -75,8 +73,6 @@ class Keeper:
         self.draining = False
         self.wake = threading.Event()
         self.ticked_at = time.monotonic()
-        # Replicas per primary: grants on a primary that has any wait until one holds them (WAIT).
-        self.replicas: dict[str, int] = {}
         self.replicas_read_at = -REPLICAS_EVERY
         self.history_at = -HISTORY_EVERY
         self.metrics = MetricsReader(self.client)
@@ -85,7 +81,6 @@ class Keeper:
         self.ticker = Ticker(runtime, self.wire) if s.schedules else None
         self.schedules_registered = False
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
-        self._crash_error = runtime.settings.dump_error(CRASH_ERROR.format(limit=s.crash_limit))
 
     # -- the loop ---------------------------------------------------------
 
@@ -155,7 +150,7 @@ class Keeper:
                 self.schedules_registered = True
             self.ticker.check(self.redis_clock.now())
         if time.monotonic() - self.replicas_read_at >= REPLICAS_EVERY:
-            self.replicas = self.client.replica_counts()
+            self.holdings.replicas = self.client.replica_counts()
             self.replicas_read_at = time.monotonic()
         if time.monotonic() - self.history_at >= HISTORY_EVERY:
             self.history_at = time.monotonic()
@@ -228,10 +223,9 @@ class Keeper:
 
     def record(self, ttl_ms: int) -> str:
         s = self.settings
-        with self.lock:
-            held: dict[str, list[int]] = defaultdict(list)
-            for queue, index in self.leases:
-                held[queue].append(index)
+        held: dict[str, list[int]] = defaultdict(list)
+        for queue, index in self.holdings.held():
+            held[queue].append(index)
         return membership.info(
             threads=s.threads_per_node, version=__version__,
             state=membership.DRAINING if self.draining else membership.RUNNING,
@@ -246,8 +240,7 @@ class Keeper:
         desired = {shard for shard, member in owner.items()
                    if member == self.member_id and shard[0] in self.workers and shard[0] not in self.paused}
         self.ask_back(desired)
-        with self.lock:
-            held = dict(self.leases)
+        held = self.holdings.held()
         missing = [shard for shard in sorted(desired) if shard not in held]
         if missing:
             self.acquire(missing)
@@ -259,8 +252,7 @@ class Keeper:
                      len(self.members), f"; paused: {', '.join(sorted(self.paused))}" if self.paused else "")
             self.desired = desired
             self.thread_of = self.split(desired)
-        with self.lock:
-            held = dict(self.leases)
+        held = self.holdings.held()
         for shard, lease in held.items():
             # Asked of the thread it was given to, the only one that may serve it: a thread only reads
             # its inbox between batches, so a shard given to a busy thread is not served by it yet.
@@ -303,56 +295,13 @@ class Keeper:
 
     @staticmethod
     def shard_id(lease: Lease) -> ShardId:
-        return (lease.shard.worker.queue_name, lease.shard.index)
+        return shard_id(lease)
 
     def acquire(self, shards: Sequence[ShardId]) -> None:
-        s = self.settings
-        now = self.runtime.clock()
-        grants = [(shard, leases.new_grant()) for shard in shards]
-        calls = []
-        for (queue, index), grant in grants:
-            keys = self.workers[queue].keys().shard(index)
-            calls.append(leases.acquire_call(keys, self.member_id, grant, s.lease_ttl, s.crash_limit, now, self._crash_error))
-        sent_at = time.monotonic()
-        confirmed: dict[str, Any] | None = None
-        if any(self.replicas.values()):
-            replies, confirmed = self.wire.call_many_confirmed(calls, int(s.replica_wait * 1000))
-        else:
-            replies = self.wire.call_many(calls)
-        unconfirmed = []
-        for (shard, grant), call, reply in zip(grants, calls, replies):
-            outcome = leases.acquired(Shard(self.workers[shard[0]], shard[1]), call[1], grant, s.lease_ttl, sent_at, reply)
-            if isinstance(outcome, Held):
-                log.debug("keeper: shard %s:%d is still held by %s for %d ms", *shard, outcome.owner, outcome.ms_left)
-                continue
-            node = lua.node_name(self.client, call[1])
-            if confirmed is not None and self.replicas.get(node, 0) and not _acknowledged(confirmed.get(node)):
-                # A failover now could bring back the previous grant: serving the shard could overlap its owner.
-                unconfirmed.append(outcome)
-                continue
-            if outcome.restored or outcome.morgued:
-                log.warning("keeper: took over shard %s:%d from a process that stopped renewing it: %d jobs of its "
-                            "in-flight batch went back to the queue%s", *shard, outcome.restored,
-                            f", {len(outcome.morgued)} crashed it {s.crash_limit} times and went to the morgue "
-                            f"({', '.join(outcome.morgued[:10])})" if outcome.morgued else "",
-                            extra=log_format.fields(queue=shard[0], shard=shard[1], restored=outcome.restored,
-                                                    ids=list(outcome.morgued), epoch=outcome.epoch))
-            else:
-                log.debug("keeper: acquired shard %s:%d (epoch %d)", *shard, outcome.epoch,
-                          extra=log_format.fields(queue=shard[0], shard=shard[1], epoch=outcome.epoch))
-            with self.lock:
-                self.leases[shard] = outcome
-            self.give(shard, outcome)
-            worker = outcome.shard.worker.__name__
-            self.runtime.events.emit("lease_acquired", worker=worker, shard=outcome.shard.index,
-                                     epoch=outcome.epoch, restored=outcome.restored, morgued=list(outcome.morgued))
-            if outcome.morgued:  # jobs that crashed their servers crash_limit times: they entered the morgue here
-                self.runtime.events.emit("morgued", worker=worker, shard=outcome.shard.index, ids=list(outcome.morgued))
-        if unconfirmed:
-            log.warning("keeper: no replica confirmed the grants of %d shards within %.1f s (%s); released, to be "
-                        "acquired again", len(unconfirmed), s.replica_wait,
-                        ", ".join(str(lease.shard) for lease in unconfirmed[:10]))
-            release_leases(self.wire, unconfirmed, {})
+        outcomes = self.holdings.acquire(self.wire, [Shard(self.workers[queue], index) for queue, index in shards])
+        for shard, outcome in zip(shards, outcomes):
+            if isinstance(outcome, Lease):
+                self.give(shard, outcome)
 
     def wants(self, lease: Lease) -> bool:
         """Whether this process still means to serve the shard: a thread moving it releases it otherwise."""
@@ -365,54 +314,27 @@ class Keeper:
         was released by the thread (see ``wants``); one that is not wanted any more by now is given all the
         same, and handed back at the next beat.
         """
-        shard = self.shard_id(lease)
         if released or lease.lost is not None:
-            with self.lock:
-                if self.leases.get(shard) is lease:
-                    del self.leases[shard]
+            self.holdings.returned(lease)
             return
-        self.give(shard, lease)
-
-    def lost(self, lease: Lease, reason: str) -> None:
-        """Redis refused this process's lease: another process holds the shard now."""
-        if lease.lost is None:
-            lease.lost = reason
-        shard = self.shard_id(lease)
-        with self.lock:
-            if self.leases.get(shard) is lease:
-                del self.leases[shard]
+        self.give(self.shard_id(lease), lease)
 
     # -- renewals and releases -------------------------------------------
 
     def renew_due(self) -> None:
         due_before = time.monotonic() - self.settings.heartbeat_interval
-        with self.lock:
-            due = [lease for lease in self.leases.values() if lease.lost is None and lease.renewed_at <= due_before]
+        due = [lease for lease in self.holdings.held().values()
+               if lease.lost is None and lease.renewed_at <= due_before]
         if not due:
             return
-        sent_at = time.monotonic()
         # group permits first: a permit must not end before the lease it stands for (docs/fairness.md)
         group_limits.extend(self.wire, due)
-        replies = self.wire.call_many([leases.renew_call(lease) for lease in due], settle=True)
-        for lease, reply in zip(due, replies):
-            if not isinstance(reply, Exception):
-                lease.renewed(sent_at)
-                continue
-            refused = leases.refusal(reply)
-            if refused is None:
-                raise reply
-            if lease.lost is None:  # else released meanwhile by its thread: nothing was lost
-                log.warning("keeper: lost the lease of shard %s (%s); another process may hold it now",
-                            lease.shard, refused.reason, extra=log_format.fields(
-                                worker=lease.shard.worker.__name__, shard=lease.shard.index, reason=refused.reason))
-                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
-                                         reason=refused.reason)
-                self.lost(lease, refused.reason)
-                self.processors[self.thread_of_lease(lease)].drop_lost(lease)
+        for lease in self.holdings.renew(self.wire, due):
+            self.processors[self.thread_of_lease(lease)].drop_lost(lease)
 
     def release(self, held: Sequence[Lease], acked: dict[int, Sequence[str]] | None = None) -> None:
         """Release leases (with the last batch of each acknowledged); refusals only mean it was lost already."""
-        release_leases(self.wire, held, acked or {}, self.runtime.events)
+        self.holdings.release(self.wire, held, acked or {})
         for lease in held:
             self.returned(lease, released=True)
 
@@ -428,8 +350,7 @@ class Keeper:
         self.stop.set()
         self.wake.set()
         self.thread.join(10)
-        with self.lock:
-            rest = [lease for lease in self.leases.values() if lease.lost is None and lease not in keep]
+        rest = [lease for lease in self.holdings.held().values() if lease.lost is None and lease not in keep]
         try:
             if rest:
                 self.release(rest)
@@ -440,39 +361,6 @@ class Keeper:
         finally:
             self.wire.close(disconnect=True)
             self.client.close()
-
-
-def _acknowledged(reply: Any) -> bool:
-    """A WAIT reply that says at least one replica holds the writes before it."""
-    return isinstance(reply, int) and reply >= 1
-
-
-def release_leases(wire: lua.Wire, held: Sequence[Lease], acked: Mapping[int, Sequence[str]],
-                   events: Bus = SILENT) -> int:
-    """Release every lease in one round trip; returns how many jobs went back to the queue.
-
-    ``acked`` maps ``id(lease)`` to the ids of its last batch, acknowledged in the same step.
-    A refusal only means the lease was lost already: its last batch runs again elsewhere.
-    """
-    known_lost = {id(lease) for lease in held if lease.lost}
-    for lease in held:
-        lease.lost = lease.lost or "released"
-    replies = wire.call_many([leases.release_call(lease, acked.get(id(lease), ())) for lease in held], settle=True)
-    restored = 0
-    for lease, reply in zip(held, replies):
-        if isinstance(reply, Exception):
-            refused = leases.refusal(reply)
-            if refused is None:
-                raise reply
-            log.warning("shard %s: the lease was already lost (%s) when releasing it; its last batch runs "
-                        "again on the new owner", lease.shard, refused.reason)
-            if id(lease) not in known_lost:  # found out only now: it still counts as a lease lost
-                events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
-                            reason=refused.reason)
-        else:
-            restored += int(reply)
-            events.emit("lease_released", worker=lease.shard.worker.__name__, shard=lease.shard.index)
-    return restored
 
 
 def _view(member: membership.Member) -> MemberView:

@@ -27,18 +27,17 @@ import redis
 
 from .. import log_format
 from ..store import lua
-from ..store.leases import Lease, LeaseRefused, refusal, ttl_ms, verify
+from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
 from ..store.queue import Queue
 from . import group_limits, schedulers
 from .crash_isolation import CrashIsolation
+from .holdings import Holdings, ShardOwner
 from .isolation import close_thread_children
-from .keeper import release_leases
 from .shard_handler import Ack, ShardHandler, StopProcess
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
     from ..worker import Worker
-    from .keeper import Keeper
 
 log = logging.getLogger("lowkiq.server")
 
@@ -67,7 +66,9 @@ class Processor:
         self.on_fatal = on_fatal  # (exception, raised by a perform?)
         self.isolation = isolation or CrashIsolation()  # shared by the threads of a process
         self.holding = False  # counted by the isolation: a batch taken and not yet acknowledged
-        self.keeper: Keeper | None = None
+        # Set by the server once its keeper exists: who gives this thread shards, and the leases of the process.
+        self.keeper: ShardOwner | None = None
+        self.holdings: Holdings | None = None
         # Two connections: the wire's, held for the hot path, and one for pipelined probes.
         self.client = runtime.new_client(2)
         self.wire = lua.Wire(self.client)
@@ -225,10 +226,8 @@ class Processor:
                      self.number, handler.shard, extra=_shard_fields(handler.lease))
             return True
         self.uncertain = True
-        try:
+        with fenced():
             self.wire.call("restore", handler.lease.keys, (handler.lease.grant,))
-        except redis.ResponseError as exc:
-            raise (refusal(exc) or exc) from None
         self.uncertain = False
         self._let_go()
         return False
@@ -288,7 +287,7 @@ class Processor:
         if not release and self.keeper is not None and not self.keeper.wants(lease):
             release = True  # a move to another thread, but meanwhile the process gave the shard up
         if release:
-            restored = release_leases(self.wire, [lease], {id(lease): acked}, self.runtime.events)
+            restored = self._holdings.release(self.wire, [lease], {id(lease): acked})
             if restored:
                 log.warning("thread %d: shard %s released with %d jobs put back into the queue",
                             self.number, lease.shard, restored, extra=_shard_fields(lease, restored=restored))
@@ -331,7 +330,7 @@ class Processor:
         held = [h.lease for h in self.handlers if h.lease.lost is None]
         acked = {id(self.pending.handler.lease): self.pending.ids} if self.pending is not None else {}
         try:
-            restored = release_leases(self.wire, held, acked, self.runtime.events)
+            restored = self._holdings.release(self.wire, held, acked)
             if restored:
                 log.warning("thread %d: %d jobs left in processing went back to the queue", self.number, restored)
         except REDIS_ERRORS as exc:
@@ -355,25 +354,17 @@ class Processor:
 
     def _renew(self, lease: Lease) -> None:
         sent_at = time.monotonic()
-        try:
+        with fenced():
             group_limits.extend(self.wire, [lease])  # a permit must not end before its lease (docs/fairness.md)
             self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
-        except redis.ResponseError as exc:
-            raise (refusal(exc) or exc) from None
         lease.renewed(sent_at)
 
     def _check_lease(self, lease: Lease) -> str | None:
         """Asked by a perform past its lease's local deadline (``lowkiq.context().lease_lost``), on this
         thread: whether Redis still holds the grant. A lost one is dropped as a refused renewal would be."""
         reason = verify(self.client, lease)
-        if reason is not None and lease.lost is None:
-            log.warning("thread %d: lost the lease of shard %s (%s) during a perform; another process may run "
-                        "this batch again", self.number, lease.shard, reason, extra=_shard_fields(lease, reason=reason))
-            self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
-                                     reason=reason)
-            if self.keeper is not None:
-                self.keeper.lost(lease, reason)
-            lease.lost = lease.lost or reason
+        if reason is not None and self._holdings.lost(lease, reason, f"thread {self.number}",
+                                                      "found during a perform; another process may run this batch again"):
             self.drop_lost(lease)
         return reason
 
@@ -383,15 +374,8 @@ class Processor:
             log.warning("thread %d: a lease was refused (%s)", self.number, exc)
         else:
             lease = handler.lease
-            log.warning("thread %d: lost the lease of shard %s (%s); another process serves it now, and runs "
-                        "again whatever this thread had in flight there", self.number, lease.shard, exc.reason,
-                        extra=_shard_fields(lease, reason=exc.reason))
-            if lease.lost is None:
-                lease.lost = exc.reason
-                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
-                                         reason=exc.reason)
-            if self.keeper is not None:
-                self.keeper.lost(lease, exc.reason)
+            self._holdings.lost(lease, exc.reason, f"thread {self.number}",
+                                "another process serves it now, and runs again whatever this thread had in flight there")
             if self._forget(lease):
                 self._reschedule()
         if self.uncertain:
@@ -418,30 +402,19 @@ class Processor:
             self.errors_in_a_row = 0
 
     def _recover(self) -> None:
-        calls: list[tuple[str, Any, tuple[Any, ...]]] = [("restore", h.lease.keys, (h.lease.grant,)) for h in self.handlers]
-        replies = self.wire.call_many(calls, settle=True) if calls else []
-        restored = 0
-        lost = []
-        for handler, reply in zip(list(self.handlers), replies):
-            if isinstance(reply, Exception):
-                refused = refusal(reply)
-                if refused is None:
-                    raise reply
-                lost.append((handler.lease, refused.reason))
-            else:
-                restored += int(reply)
-        for lease, reason in lost:
-            if lease.lost is None:
-                self.runtime.events.emit("lease_lost", worker=lease.shard.worker.__name__, shard=lease.shard.index,
-                                         reason=reason)
-            lease.lost = lease.lost or reason
-            if self.keeper is not None:
-                self.keeper.lost(lease, reason)
+        restored, lost = self._holdings.restore(self.wire, [h.lease for h in self.handlers], f"thread {self.number}")
+        for lease in lost:
             self._forget(lease)
         self.recovering = False
         self._reschedule()
         log.warning("thread %d: Redis is back; %d jobs this thread had in flight went back to the queue",
                     self.number, restored)
+
+    @property
+    def _holdings(self) -> Holdings:
+        if self.holdings is None:
+            raise RuntimeError("a server thread serves shards only once the server gave it the process's holdings")
+        return self.holdings
 
     def _flush(self) -> None:
         if self.pending is not None:

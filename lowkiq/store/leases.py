@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,16 @@ def refusal(exc: BaseException) -> LeaseRefused | None:
     if reason not in REFUSALS:
         return None
     return LeaseRefused(reason, rest.split(" ", 1)[0], text)
+
+
+@contextmanager
+def fenced() -> Iterator[None]:
+    """Around a fenced script: Redis's refusal of the caller's lease raised as LeaseRefused (nothing of the
+    script happened), any other error as Redis answered it."""
+    try:
+        yield
+    except redis.ResponseError as exc:
+        raise (refusal(exc) or exc) from None
 
 
 def new_grant() -> str:

@@ -128,13 +128,6 @@ class Queries:
         rows = functools.partial(self.jobs, cap=ROW_BYTES, error_cap=ROW_ERROR_BYTES)
         return self._page(order_by, desc, min, max, limit, after, before, rows, count)
 
-    def enqueued_count(self, order_by: str = "perform_in", *, min: Any = None, max: Any = None) -> int:
-        """Queued jobs within ``min``..``max`` of ``order_by`` (inclusive; empty: unbounded), in one round trip."""
-        if order_by not in ENQUEUED_ORDERS:
-            raise ValueError(f"order_by must be one of {', '.join(ENQUEUED_ORDERS)}, got {order_by!r}")
-        commands = self._enqueued_count_commands(order_by, min, max)
-        return sum(int(n) for n in self.client.pipeline_commands(commands))
-
     def _enqueued_count_commands(self, order_by: str, min: Any, max: Any) -> list[tuple[str, tuple[Any, ...]]]:
         lo, hi = _bound(min, order_by, "min"), _bound(max, order_by, "max")
         commands: list[tuple[str, tuple[Any, ...]]] = []

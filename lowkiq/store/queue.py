@@ -21,10 +21,9 @@ from ..errors import PayloadDecodeError as PayloadDecodeError
 from ..jobs import Job, MorgueJob, PreparedJob
 from ..transport import PartialWrite, Transport
 from ..transport.errors import out_of_memory
-from ..worker import Shard
 from . import codec, lua
 from .keys import WAKE_CHANNEL, QueueKeys
-from .leases import Held, Lease, acquire_call, acquired, new_grant, refusal, ttl_ms
+from .leases import Lease, fenced, ttl_ms
 
 # Jobs per push script: big enough to amortize the round trip, small enough
 # that one script never blocks Redis for long.
@@ -78,7 +77,7 @@ class Queue:
         # With durable_enqueue: how long a push waits for a replica to hold its jobs.
         self.durable_wait_ms = durable_wait_ms
         self.keys = keys
-        self.worker = worker  # the Worker class, named in the leases this queue hands out
+        self.worker = worker  # the Worker class: its per-id payload cap
         self.load_payload = load_payload
         self.load_error = load_error
         self.clock = clock
@@ -247,10 +246,8 @@ class Queue:
         if not calls:
             return None
         sent_at = time.monotonic()
-        try:
+        with fenced():
             replies = lua.run_many(self.client, calls) if wire is None else wire.call_many(calls)
-        except redis.ResponseError as exc:
-            raise (refusal(exc) or exc) from None
         if ack is not None:
             ack[0].renewed(sent_at)
         if take is None:
@@ -324,10 +321,8 @@ class Queue:
         args: list[Any] = [stamp, max_retry_count, error, lease.grant, morgue_policy, crash_limit, len(acked), *acked]
         for job_id, perform_in in retries:
             args += (job_id, perform_in - now if relative else perform_in, own.get(job_id, b""))
-        try:
+        with fenced():
             reply = lua.run(self.client, "fail", lease.keys, args)
-        except redis.ResponseError as exc:
-            raise (refusal(exc) or exc) from None
         morgued = []
         loaded: dict[bytes, tuple[str | None, str | None]] = {}
         for i in range(1, len(reply), 2):
@@ -347,19 +342,3 @@ class Queue:
             )
         return Failed(morgued, [codec.text(i) for i in reply[0]])
 
-    def acquire(self, shard: int, member: str, *, ttl: float = 5.0, crash_limit: int = 3,
-                crash_error: bytes = b"the server died while performing this job") -> Lease | Held:
-        """Take shard ``shard``'s lease for ``member``, or learn who holds it (see acquire.lua)."""
-        keys = self._shards[shard]
-        grant = new_grant()
-        sent_at = time.monotonic()
-        args = acquire_call(keys, member, grant, ttl, crash_limit, self.clock(), crash_error)[2]
-        reply = lua.run(self.client, "acquire", keys, args)
-        return acquired(Shard(self.worker, shard), keys, grant, ttl, sent_at, reply)
-
-    def restore(self, lease: Lease) -> int:
-        """The lease holder's own in-flight batch goes back to the queue; returns how many ids."""
-        try:
-            return int(lua.run(self.client, "restore", lease.keys, (lease.grant,)))
-        except redis.ResponseError as exc:
-            raise (refusal(exc) or exc) from None
