@@ -39,9 +39,10 @@ class Worker:
     batch_size: ClassVar[int] = 1
     max_retry_count: ClassVar[int] = 25
     queue_name: ClassVar[str] = "Worker"
-    # A job holds at most this many payloads: past it, "drop_oldest" keeps the newest ones (counting the
-    # dropped in the shard's counters), "reject" makes perform_async raise and write nothing of that slice.
-    max_payloads_per_id: ClassVar[int] = 1000
+    # None (the default): an id keeps every payload, as nothing enqueued is ever dropped unasked. A cap is
+    # opt-in: past it, "drop_oldest" keeps the newest ones (counted, shown and logged as dropped), "reject"
+    # makes perform_async raise and write nothing of that slice.
+    max_payloads_per_id: ClassVar[int | None] = None
     payload_overflow: ClassVar[str] = "drop_oldest"
     # Keeping ordered work flowing (docs/keeping-work-flowing.md): a perform's time limit in seconds
     # (None: none), where performs run ("process": supervised child processes, killed time_limit_grace
@@ -71,8 +72,11 @@ class Worker:
         check_shards_count(cls.shards_count, f"{cls.__name__}.shards_count")
         for name in ("batch_size", "max_retry_count", "max_payloads_per_id"):
             value = getattr(cls, name)
+            if value is None and name == "max_payloads_per_id":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{cls.__name__}.{name} must be a positive int, got {value!r}")
+                allowed = "a positive int or None" if name == "max_payloads_per_id" else "a positive int"
+                raise ValueError(f"{cls.__name__}.{name} must be {allowed}, got {value!r}")
         if cls.payload_overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
                              f"got {cls.payload_overflow!r}")

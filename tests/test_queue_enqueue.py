@@ -266,22 +266,52 @@ def test_with_the_reject_policy_an_id_past_the_limit_raises_and_nothing_of_its_s
 
 
 def test_a_worker_with_a_bad_payload_limit_or_policy_is_refused_at_definition():
-    with pytest.raises(ValueError, match="max_payloads_per_id must be a positive int"):
+    with pytest.raises(ValueError, match="max_payloads_per_id must be a positive int or None"):
         type("Bad", (lowkiq.Worker,), {"max_payloads_per_id": 0})
     with pytest.raises(ValueError, match="payload_overflow must be one of drop_oldest, reject"):
         type("Bad", (lowkiq.Worker,), {"payload_overflow": "ignore"})
 
 
+class CappedAtAThousand(lowkiq.Worker):
+    max_payloads_per_id = 1000
+
+    def perform(self, payloads_by_id):
+        pass
+
+
+def test_by_default_an_id_keeps_every_payload(configure, r, caplog):
+    configure(workers=[OrdersWorker])
+    assert OrdersWorker.max_payloads_per_id is None
+    OrdersWorker.perform_async([{"id": "hot", "payload": v, "score": v} for v in range(2500)])
+    OrdersWorker.perform_async([{"id": "hot", "payload": 9999, "score": 9999}])
+    job = lowkiq.current().queries(OrdersWorker).job("hot")
+    assert [p for p, _ in job.payloads] == [*range(2500), 9999]
+    shard = OrdersWorker.keys().shard(lowkiq.current().queue(OrdersWorker).shard_of("hot"))
+    assert r.hget(shard.counters_hash, "dropped") is None
+    assert "dropped" not in caplog.text
+
+
+def test_a_caps_drops_are_logged_by_the_producer_and_counted_in_the_metrics(configure, r, caplog):
+    configure(workers=[Capped])
+    with caplog.at_level("WARNING", logger="lowkiq"):
+        Capped.perform_async([{"id": "a", "payload": v, "score": v} for v in range(5)])
+    assert "Capped: 2 older payloads dropped past max_payloads_per_id = 3" in caplog.text
+    from lowkiq.store.metrics import FULL, MetricsReader
+
+    [read], _ = MetricsReader(lowkiq.current().client).read([Capped.keys()], 0.0, kind=FULL)
+    assert read.dropped == 2
+
+
 @pytest.mark.slow
 def test_adding_a_payload_to_an_id_at_its_limit_costs_what_it_costs_below_it(configure, r):
-    """One id that held 300,000 payloads made each new one cost 625 ms in Redis; the limit bounds it."""
-    configure(workers=[OrdersWorker])
-    OrdersWorker.perform_async([{"id": "hot", "payload": v, "score": v} for v in range(50_000)])
-    job = lowkiq.current().queries(OrdersWorker).job("hot")
-    assert len(job.payloads) == OrdersWorker.max_payloads_per_id
+    """One id that held 300,000 payloads made each new one cost 625 ms in Redis; a cap bounds it."""
+    configure(workers=[CappedAtAThousand])
+    CappedAtAThousand.perform_async([{"id": "hot", "payload": v, "score": v} for v in range(50_000)])
+    job = lowkiq.current().queries(CappedAtAThousand).job("hot")
+    assert len(job.payloads) == CappedAtAThousand.max_payloads_per_id
     r.config_resetstat()
     for v in range(50_000, 50_020):
-        OrdersWorker.perform_async([{"id": "hot", "payload": v, "score": v}])
+        CappedAtAThousand.perform_async([{"id": "hot", "payload": v, "score": v}])
     usec = r.info("commandstats")["cmdstat_evalsha"]["usec_per_call"]
     assert usec < 5_000, f"{usec:.0f} µs per push at the limit"
 

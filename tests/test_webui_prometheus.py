@@ -26,7 +26,8 @@ from lowkiq.webui.settings import SettingError
 ORDERS = (("queue", "OrdersWorker"), ("worker", "OrdersWorker"))
 MAILER = (("queue", "mailer"), ("worker", "MailerWorker"))
 PER_WORKER = ("lowkiq_queue_length", "lowkiq_queue_fresh", "lowkiq_queue_retries", "lowkiq_morgue_length",
-              "lowkiq_busy", "lowkiq_lag_seconds", "lowkiq_processed_total", "lowkiq_failed_total", "lowkiq_shards",
+              "lowkiq_busy", "lowkiq_lag_seconds", "lowkiq_processed_total", "lowkiq_failed_total",
+              "lowkiq_dropped_payloads_total", "lowkiq_shards",
               "lowkiq_shards_owned", "lowkiq_paused", "lowkiq_held_ids")
 SECURITY_HEADERS = ("Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy")
 
@@ -118,6 +119,7 @@ def test_every_worker_s_numbers_as_redis_holds_them(seeded: dict[str, str], clie
         "lowkiq_lag_seconds": 30.0,
         "lowkiq_processed_total": 3,
         "lowkiq_failed_total": 3,  # two on their way to the morgue, one retried
+        "lowkiq_dropped_payloads_total": 0,  # no cap: nothing dropped
         "lowkiq_shards": 4,
         "lowkiq_shards_owned": 3,  # 0, 1 and 2; 3 was held by a server that is gone
         "lowkiq_paused": 0,
@@ -132,6 +134,7 @@ def test_every_worker_s_numbers_as_redis_holds_them(seeded: dict[str, str], clie
         "lowkiq_lag_seconds": 5.0,
         "lowkiq_processed_total": 0,
         "lowkiq_failed_total": 1,
+        "lowkiq_dropped_payloads_total": 0,
         "lowkiq_shards": 2,
         "lowkiq_shards_owned": 1,
         "lowkiq_paused": 0,

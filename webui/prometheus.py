@@ -55,6 +55,8 @@ QUEUE_COUNTERS: tuple[tuple[str, str, Callable[[QueueMetrics], float]], ...] = (
      lambda m: m.processed),
     ("lowkiq_failed_total", "Ids whose perform raised, by every server (each retry counts), as counted in Redis",
      lambda m: m.failed),
+    ("lowkiq_dropped_payloads_total", "Payloads a per-id cap dropped (max_payloads_per_id with payload_overflow "
+     "drop_oldest); 0 without a cap", lambda m: m.dropped),
 )
 
 

@@ -50,6 +50,7 @@ class ShardMetrics(NamedTuple):
     busy: int
     processed: int
     failed: int
+    dropped: int  # payloads a per-id cap dropped (max_payloads_per_id, "drop_oldest")
     oldest_perform_in: float | None
 
     def lag(self, now: float) -> float:
@@ -76,6 +77,8 @@ class QueueMetrics:
     measured: bool = True
     # Its biggest groups and "(other)" (group_metrics), when the read asked for groups and it holds grouped ids.
     groups: tuple[GroupMetrics, ...] = ()
+    # Payloads a per-id cap dropped (max_payloads_per_id with payload_overflow "drop_oldest"); 0 without a cap.
+    dropped: int = 0
 
 
 # Commands per shard: what api/v1/stats needs, and what the dashboard needs.
@@ -93,7 +96,7 @@ def _shard_commands(shard: ShardKeys, kind: str) -> list[tuple[Any, ...]]:
         head,
         ("ZCARD", shard.ids_by_retry_count_zset),
         ("HLEN", shard.processing_hash),
-        ("HMGET", shard.counters_hash, "processed", "failed"),
+        ("HMGET", shard.counters_hash, "processed", "failed", "dropped"),
     ]
 
 
@@ -148,10 +151,11 @@ class MetricsReader:
                 position += per_shard + extra
                 head = _head_score(r[2])
                 if kind == STATS:
-                    shards.append(ShardMetrics(r[0], 0, r[1], 0, 0, 0, head))
+                    shards.append(ShardMetrics(r[0], 0, r[1], 0, 0, 0, 0, head))
                 else:
-                    processed, failed = r[5]
-                    shards.append(ShardMetrics(r[0], r[3], r[1], r[4], int(processed or 0), int(failed or 0), head))
+                    processed, failed, dropped = r[5]
+                    shards.append(ShardMetrics(r[0], r[3], r[1], r[4], int(processed or 0), int(failed or 0),
+                                               int(dropped or 0), head))
             out.append(_queue(keys.queue_name, shards, now, paused.get(keys.queue_name)))
             if grouped:
                 by_groups[len(out) - 1] = grouped
@@ -216,8 +220,8 @@ def not_measured(name: str, paused: Pause | None = None) -> QueueMetrics:
 
 def _queue(name: str, shards: list[ShardMetrics], now: float, paused: Pause | None = None) -> QueueMetrics:
     columns = list(zip(*shards)) if shards else [()] * len(ShardMetrics._fields)
-    length, retries, morgue, busy, processed, failed = (sum(column) for column in columns[:6])
-    oldest = min((head for head in columns[6] if head is not None), default=None)
+    length, retries, morgue, busy, processed, failed, dropped = (sum(column) for column in columns[:7])
+    oldest = min((head for head in columns[7] if head is not None), default=None)
     return QueueMetrics(
         queue_name=name,
         length=length,
@@ -227,6 +231,7 @@ def _queue(name: str, shards: list[ShardMetrics], now: float, paused: Pause | No
         busy=busy,
         processed=processed,
         failed=failed,
+        dropped=dropped,
         lag=0.0 if oldest is None else max(0.0, now - oldest),
         shards=tuple(shards),
         paused=paused,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,6 +25,8 @@ from ..transport.errors import out_of_memory
 from . import codec, lua
 from .keys import WAKE_CHANNEL, QueueKeys
 from .leases import Lease, fenced, ttl_ms
+
+log = logging.getLogger("lowkiq")
 
 # Jobs per push script: big enough to amortize the round trip, small enough
 # that one script never blocks Redis for long.
@@ -109,7 +112,7 @@ class Queue:
             if job.group is not None:
                 grouped[shard].append((len(positions[shard]), job.group))
             positions[shard].append(position)
-        limit = getattr(self.worker, "max_payloads_per_id", 0)
+        limit = getattr(self.worker, "max_payloads_per_id", None) or 0
         overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
         hold = "1" if getattr(self.worker, "morgue_policy", "") == "whole_id" else ""
         debounce = getattr(self.worker, "debounce", None)
@@ -133,8 +136,18 @@ class Queue:
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:
             with self._enqueue_errors(calls, call_positions):
-                return sum(lua.run_many(self.client, calls))
-        return self._push_durably(calls, call_positions, len(jobs))
+                return self._written(lua.run_many(self.client, calls), limit)
+        return self._push_durably(calls, call_positions, len(jobs), limit)
+
+    def _written(self, replies: Sequence[Any], limit: int) -> int:
+        """The ids the push scripts wrote; a cap's drops are logged here, where the producer sees them."""
+        written = sum(int(reply[0]) for reply in replies)
+        dropped = sum(int(reply[1]) for reply in replies)
+        if dropped:
+            log.warning("%s: %d older payloads dropped past max_payloads_per_id = %d (payload_overflow "
+                        "\"drop_oldest\"); counted as dropped on the dashboard and in lowkiq_dropped_payloads_total",
+                        self.keys.queue_name, dropped, limit)
+        return written
 
     @contextlib.contextmanager
     def _enqueue_errors(self, calls: Sequence[lua.Call], call_positions: Sequence[list[int]]) -> Iterator[None]:
@@ -148,7 +161,7 @@ class Queue:
                 raise self._out_of_memory(exc, calls, call_positions) from exc
             raise
 
-    def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int) -> int:
+    def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int, limit: int) -> int:
         """The push scripts, each node's followed by WAIT for one replica; NotDurable names what none confirmed."""
         wire = lua.Wire(self.client)
         try:
@@ -166,7 +179,7 @@ class Queue:
                 nodes.add(node)
         if unconfirmed:
             raise NotDurable(self.keys.queue_name, sorted(unconfirmed), total, sorted(nodes))
-        return sum(replies)
+        return self._written(replies, limit)
 
     def _partial(self, exc: PartialWrite, calls: Sequence[lua.Call],
                  call_positions: Sequence[list[int]]) -> PartialEnqueue:

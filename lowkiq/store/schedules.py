@@ -97,7 +97,7 @@ def tick_call(schedule: Schedule, ticks: Sequence[float], missed_until: float,
         flat.extend((schedule.job_id, repr(float(tick)), pack((payload, float(tick))), False))
     blob = msgpack.packb(flat, use_bin_type=False)
     hold = "1" if getattr(schedule.worker, "morgue_policy", "") == "whole_id" else ""
-    limit = getattr(schedule.worker, "max_payloads_per_id", 0)
+    limit = getattr(schedule.worker, "max_payloads_per_id", None) or 0
     overflow = getattr(schedule.worker, "payload_overflow", "drop_oldest")
     push_args = (blob, 0, limit, overflow, WAKE_CHANNEL, keys.shard_keys.wake_message, hold)
     return ("schedule_tick", keys, (*push_args, meta))

@@ -13,7 +13,7 @@
 -- ARGV[9], ARGV[10] = the worker's debounce and debounce_max in seconds, or '' (SPEC, "Debounce")
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
--- Returns the number of distinct ids written.
+-- Returns {the number of distinct ids written, how many payloads a cap dropped}.
 local jobs = cmsgpack.unpack(ARGV[1])
 local _, now = server_clock()
 local _, exponent = math.frexp(now)
@@ -267,4 +267,4 @@ if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
 if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end
-return #ids + held
+return { #ids + held, dropped }
