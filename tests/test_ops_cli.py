@@ -59,8 +59,11 @@ def test_stats_and_servers(tmp_path, redis_url, seeded):
     rows = {row["worker"]: row for row in stats["workers"]}
     assert (rows["Billing"]["length"], rows["Billing"]["dead"], rows["Mailer"]["length"]) == (5, 4, 1)
     assert stats["servers"] == 0 and stats["redis"].startswith("redis://127.0.0.1:")
-    table = ops(tmp_path, redis_url, "stats")
-    assert "Billing" in table and "lag_seconds" in table
+    table = ops(tmp_path, redis_url, "stats").splitlines()
+    assert table[0].startswith("Redis: redis://127.0.0.1:") and table[0].endswith(", 0 live servers")
+    assert table[1].split() == ["worker", "enqueued", "fresh", "retries", "busy", "dead", "lag", "processed", "failed",
+                                "paused"]
+    assert table[2].split()[:6] == ["Billing", "5", "5", "0", "0", "4"] and table[2].endswith("  no")
     assert as_json(tmp_path, redis_url, "servers") == {"servers": []}
 
 
@@ -69,7 +72,10 @@ def test_find_an_id_in_every_worker_and_list_jobs(tmp_path, redis_url, seeded):
     assert sorted((f["worker"], f["where"]) for f in found) == [("Billing", "dead"), ("Mailer", "queued")]
     dead = next(f for f in found if f["where"] == "dead")
     assert dead["error"] == "KeyError: 'card'" and dead["payloads"][0][0] == 1
-    assert as_json(tmp_path, redis_url, "jobs", "find", "nowhere")["found"] == []
+    missing = run_cli(tmp_path, "jobs", "find", "nowhere", "--json", "--redis-url", redis_url)
+    assert missing.returncode == 1 and json.loads(missing.stdout) == {"id": "nowhere", "found": []}
+    assert missing.stderr == ("lowkiq: no job with id 'nowhere' in any worker (Billing, Mailer): not queued, busy or "
+                              "dead\n")
     listed = as_json(tmp_path, redis_url, "jobs", "list", "Billing", "--dead", "--limit", "2")
     assert len(listed["jobs"]) == 2 and all(j["where"] == "dead" for j in listed["jobs"])
     queued = as_json(tmp_path, redis_url, "jobs", "list", "Billing", "--queued")
@@ -130,7 +136,7 @@ def test_pause_and_resume_are_kept_in_redis_and_audited(tmp_path, redis_url, see
     rows = {row["worker"]: row for row in as_json(tmp_path, redis_url, "stats")["workers"]}
     assert rows["Billing"]["paused"] is None
     assert rows["Mailer"]["paused"]["source"] == "cli" and rows["Mailer"]["paused"]["at"] > time.time() - 60
-    assert "paused: False\nchanged: True" in ops(tmp_path, redis_url, "resume", "Mailer")
+    assert ops(tmp_path, redis_url, "resume", "Mailer") == "Mailer resumed: servers take its jobs again\n"
     assert as_json(tmp_path, redis_url, "resume", "Mailer")["changed"] is False
     entries = as_json(tmp_path, redis_url, "audit", "--limit", "4")
     assert [(e["action"], e["worker"], e["scope"]) for e in entries] == [

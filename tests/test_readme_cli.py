@@ -49,7 +49,7 @@ def test_every_line_of_the_reference_parses():
 
 def test_every_command_and_option_is_shown():
     lines = shell_reference()
-    common = {"--redis-url", "--app", "--json", "-h", "--help"}  # explained in the prose above the block
+    common = {"--redis-url", "--app", "--json", "--utc", "-h", "--help"}  # explained in the prose above the block
     for path, sub in commands(ops_cli.parser()).items():
         shown = [words for words in lines if tuple(words[1:1 + len(path)]) == path]
         assert shown, f"lowkiq {' '.join(path)} is not in the shell reference ({PAGE.name})"

@@ -12,9 +12,11 @@ Options given here win over the app's ``configure()`` and the environment.
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any, NoReturn
@@ -33,8 +35,19 @@ from ..store import layout
 from ..transport import TopologyError
 
 EXIT_USAGE = 2
-# Subcommands of the ops CLI (lowkiq/cli/ops.py), kept here so that starting a server never imports it.
-OPS_COMMANDS = ("stats", "servers", "jobs", "morgue", "pause", "resume", "schedules", "audit")
+# Subcommands of the ops CLI (lowkiq/cli/ops.py) and what each does, kept here so that starting a server
+# never imports it; `lowkiq --help` lists them, and ops.py's own help says the same.
+COMMANDS = {
+    "stats": "every worker's numbers and the live servers",
+    "servers": "live server processes and the shards each holds",
+    "jobs": "find a job by id (jobs find ID), or list a worker's queued, busy or dead jobs (jobs list WORKER)",
+    "morgue": "requeue or delete dead jobs: by id, by filter or all, with a dry run first",
+    "pause": "stop servers taking a worker's jobs (enqueueing goes on)",
+    "resume": "let servers take a paused worker's jobs again",
+    "schedules": "recurring schedules: list them, or pause, resume or run one now",
+    "audit": "the newest operator actions",
+}
+OPS_COMMANDS = tuple(COMMANDS)
 
 
 log = logging.getLogger("lowkiq.cli")
@@ -59,13 +72,15 @@ def parser(log_format_chosen: str = "text") -> argparse.ArgumentParser:
     variables = ", ".join(o.env for o in OPTIONS if o.env)
     p = _Parser(
         prog="lowkiq",
-        description="Run the lowkiq server: ordered background jobs on Redis. Any number of servers may run "
-        "the same app: they share the shards through leases in Redis. `lowkiq web --help`: the console; "
-        f"`lowkiq {'|'.join(OPS_COMMANDS)} --help`: operate the queues from a shell.",
-        epilog="Signals: TERM/INT finish the in-flight batches, hand the shards over and exit (a second one: "
-        "exit without waiting for running performs); TTIN dumps every thread's stack to the ttin file (default "
-        f"/tmp/lowkiq_ttin.txt) and the log. Environment: {variables}, REDIS_URL. Options given here win over "
-        "the app's configure(), which wins over the environment.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the commands' list in its columns
+        description=_fill("Run the lowkiq server: ordered background jobs on Redis. Any number of servers may run "
+                          "the same app: they share the shards through leases in Redis.")
+        + "\n\ncommands (lowkiq COMMAND --help for each):\n" + commands_help(),
+        epilog=_fill("Signals: TERM/INT finish the in-flight batches, hand the shards over and exit (a second one: "
+                     "exit without waiting for running performs); TTIN dumps every thread's stack to the ttin file "
+                     "(default /tmp/lowkiq_ttin.txt) and the log.")
+        + "\n\n" + _fill(f"Environment: {variables}, REDIS_URL. Options given here win over the app's "
+                          "configure(), which wins over the environment."),
     )
     p.add_argument("-r", "--require", metavar="APP.py", help="the Python file that calls lowkiq.configure(workers=[...])")
     for option in OPTIONS:
@@ -85,6 +100,31 @@ def parser(log_format_chosen: str = "text") -> argparse.ArgumentParser:
     p.add_argument("-V", "--version", action="version", version=f"lowkiq {__version__}")
     p.log_format = log_format_chosen
     return p
+
+
+def commands_help() -> str:
+    """Every command of ``lowkiq``, one a line with what it does: the server's options follow."""
+    rows = [("-r APP.py [options]", "run a server for the app (the options below)"),
+            ("web", "serve the console in a browser"), *COMMANDS.items()]
+    width = max(len(name) for name, _ in rows) + 2
+    return "\n".join(textwrap.fill(text, 79, initial_indent=f"  {name.ljust(width)}",
+                                    subsequent_indent=" " * (width + 2)) for name, text in rows)
+
+
+def _fill(text: str) -> str:
+    return textwrap.fill(text, 79)
+
+
+def unknown_command(word: str) -> str | None:
+    """The one line for ``lowkiq WORD`` when WORD is no command (``lowkiq stat``), else None: an option,
+    or nothing given, is the server's to parse."""
+    if not word or word.startswith("-"):
+        return None
+    if word.endswith(".py"):
+        return f"unknown command {word!r}: to run a server for it, lowkiq -r {word}"
+    close = difflib.get_close_matches(word, ["web", *COMMANDS], n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"the commands are web, {', '.join(COMMANDS)}"
+    return f"unknown command {word!r}: {hint} (lowkiq --help lists them; a server runs with lowkiq -r APP.py)"
 
 
 def chosen_log_format(argv: Sequence[str]) -> str:
@@ -151,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] and argv[0] in OPS_COMMANDS:
         from .ops import main as ops_main
         return ops_main(argv)
+    mistyped = unknown_command(argv[0]) if argv else None
+    if mistyped:
+        return refuse(chosen_log_format(argv), mistyped, error_class="ArgumentError")
     args = parser(chosen_log_format(argv)).parse_args(argv)
     if args.log_format not in log_format.FORMATS:  # argparse checks the choices of given values only
         return refuse("text", f"LOWKIQ_LOG_FORMAT must be one of {', '.join(log_format.FORMATS)}, "

@@ -5,51 +5,90 @@ LOWKIQ_APP, LOWKIQ_REDIS_URL, REDIS_URL, else the embedded Redis) through the sa
 console model, so answers and validation match the pages. Tables for people,
 ``--json`` for scripts. A destructive action asks for confirmation unless
 ``--yes``, ``--dry-run`` counts what it would touch, and every action done is
-recorded in the audit log (source "cli", the user from $USER).
+recorded in the audit log (source "cli", the user from $USER). What people read is
+drawn in ``human.py`` (local times, or UTC with ``--utc``); a lookup that finds nothing
+exits 1, a mistake 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import getpass
 import json
 import os
+import re
+import shlex
 import sys
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import redis
 
-from ..log_format import visible
 from ..store import audit
 from ..store.confirmations import ConfirmationRefused
 from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from ..transport import TopologyError
+from . import COMMANDS, human
+from .human import Style
 
 if TYPE_CHECKING:
     from ..console import Console
 
 EXIT_USAGE = 2
+EXIT_NOT_FOUND = 1
 REDIS_TIMEOUT = 5.0
 MAX_LIMIT = 1000  # as the console's pages and API
+SAMPLE = 10  # ids a dry run shows of those it would touch
 
 
 class OpsError(Exception):
     """One line for the operator, exit status 2."""
 
 
+@dataclass(frozen=True)
+class Shown:
+    """A command's outcome: ``data`` is what --json prints (its shape is for scripts: keep it), ``text``
+    draws it for people; ``status`` is the exit status, with ``complaint`` for stderr (nothing found)."""
+
+    data: Any
+    text: Callable[[Style], str]
+    status: int = 0
+    complaint: str = ""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, which also says which command or choice a mistyped one may have meant."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message + suggestion(message))
+
+
+def suggestion(message: str) -> str:
+    """`` (did you mean 'find'?)`` for argparse's "invalid choice" message, when a choice is close."""
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if not found:
+        return ""
+    choices = [c.strip().strip("'") for c in found.group(2).split(",")]
+    close = difflib.get_close_matches(found.group(1), choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--redis-url", metavar="URL", help="Redis to use (default: LOWKIQ_REDIS_URL, REDIS_URL, "
                         "else the embedded Redis of ./.lowkiq)")
     common.add_argument("--app", metavar="APP.py", help="the app file, for its Redis and serializers (LOWKIQ_APP)")
-    common.add_argument("--json", action="store_true", help="JSON for scripts instead of a table")
-    p = argparse.ArgumentParser(prog="lowkiq", description="Operate lowkiq's queues from a shell.")
+    common.add_argument("--json", action="store_true", help="JSON for scripts instead of text for people "
+                        "(times as unix seconds)")
+    common.add_argument("--utc", action="store_true", help="times in UTC (default: the local time zone)")
+    p = _Parser(prog="lowkiq", description="Operate lowkiq's queues from a shell.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("stats", parents=[common], help="every worker's numbers and the live servers")
-    sub.add_parser("servers", parents=[common], help="live server processes and the shards each holds")
-    jobs = sub.add_parser("jobs", parents=[common], help="find a job by id, or list a worker's jobs")
+    sub.add_parser("stats", parents=[common], help=COMMANDS["stats"])
+    sub.add_parser("servers", parents=[common], help=COMMANDS["servers"])
+    jobs = sub.add_parser("jobs", parents=[common], help=COMMANDS["jobs"])
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
     find = jobs_sub.add_parser("find", parents=[common], help="an id in every worker: queued, busy, dead")
     find.add_argument("id")
@@ -61,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=50, help="jobs at most (default 50)")
     _filter_arguments(listing, "queued: id, perform_in or retry_count; dead: id or updated_at")
     listing.add_argument("--desc", action="store_true", help="the highest first")
-    morgue = sub.add_parser("morgue", parents=[common], help="requeue or delete dead jobs")
+    morgue = sub.add_parser("morgue", parents=[common], help=COMMANDS["morgue"])
     morgue.add_argument("action", choices=["requeue", "delete"])
     morgue.add_argument("worker")
     scope = morgue.add_mutually_exclusive_group(required=True)
@@ -76,15 +115,13 @@ def parser() -> argparse.ArgumentParser:
     morgue.add_argument("--confirm", metavar="TOKEN", help="act on exactly the jobs an earlier --dry-run counted "
                         "(same worker, action and filter), without asking")
     morgue.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    for verb, text in (("pause", "stop servers taking a worker's jobs (enqueueing goes on)"),
-                       ("resume", "let servers take a paused worker's jobs again")):
-        sub.add_parser(verb, parents=[common], help=text).add_argument("worker")
-    schedules = sub.add_parser("schedules", parents=[common], help="recurring schedules: list them, or pause, resume "
-                               "or run one now")
+    for verb in ("pause", "resume"):
+        sub.add_parser(verb, parents=[common], help=COMMANDS[verb]).add_argument("worker")
+    schedules = sub.add_parser("schedules", parents=[common], help=COMMANDS["schedules"])
     schedules.add_argument("action", nargs="?", choices=["pause", "resume", "run"],
                            help="pause: no tick is enqueued until resumed; run: enqueue its job now (also paused)")
     schedules.add_argument("name", nargs="?", help="the schedule's name")
-    log = sub.add_parser("audit", parents=[common], help="the newest operator actions")
+    log = sub.add_parser("audit", parents=[common], help=COMMANDS["audit"])
     log.add_argument("--limit", type=int, default=50)
     return p
 
@@ -105,21 +142,24 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(list(argv))
     try:
         console = _console(args)
-        result = _run(console, args)
+        shown = _run(console, args)
     except OpsError as exc:
         print(f"lowkiq: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (redis.RedisError, TopologyError, OSError, ValueError) as exc:
         print(f"lowkiq: Redis: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if result is not None:
+    if shown.complaint:
+        print(f"lowkiq: {shown.complaint}", file=sys.stderr, flush=True)
+    text = json.dumps(shown.data, indent=2, default=str) if args.json else shown.text(Style(utc=args.utc))
+    if text:
         try:
-            print(json.dumps(result, indent=2, default=str) if args.json else _table(result), flush=True)
+            print(text, flush=True)
         except BrokenPipeError:
             # The reader left (`| head`): say nothing more, and let no flush at exit raise again.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
-    return 0
+    return shown.status
 
 
 def _console(args: argparse.Namespace) -> Console:
@@ -137,7 +177,7 @@ def _console(args: argparse.Namespace) -> Console:
         raise OpsError(str(exc)) from exc
 
 
-def _run(c: Console, args: argparse.Namespace) -> Any:
+def _run(c: Console, args: argparse.Namespace) -> Shown:
     from ..console import BrokenWorker, UnknownWorker
     from ..console.listing import BadInput
 
@@ -147,7 +187,7 @@ def _run(c: Console, args: argparse.Namespace) -> Any:
         if args.command == "servers":
             return servers(c)
         if args.command == "audit":
-            return [entry.as_json() for entry in audit.read(c.client, _limit(args.limit))]
+            return audit_log(c, _limit(args.limit))
         if args.command == "jobs" and args.jobs_command == "find":
             return find(c, args.id)
         if args.command == "jobs":
@@ -164,9 +204,9 @@ def _run(c: Console, args: argparse.Namespace) -> Any:
         raise OpsError(f"no worker {exc.name!r} in this Redis (known: {known})") from None
 
 
-def stats(c: Console) -> dict[str, Any]:
+def stats(c: Console) -> Shown:
     rows, info, members = c.dashboard()
-    return {
+    data: dict[str, Any] = {
         "redis": c.redis_label,
         "servers": len(members),
         "workers": [{"worker": view.name, "length": m.length, "fresh": m.fresh, "retries": m.retries,
@@ -176,13 +216,67 @@ def stats(c: Console) -> dict[str, Any]:
         "broken": {entry.name: entry.problem for entry in c.broken()},
     }
 
+    def text(style: Style) -> str:
+        lines = [f"Redis: {human.cell(data['redis'])}, {human.plural(data['servers'], 'live server')}"]
+        workers = data["workers"]
+        if workers:
+            lines.append(human.table(
+                ["worker", "enqueued", "fresh", "retries", "busy", "dead", "lag", "processed", "failed", "paused"],
+                [[w["worker"], human.count(w["length"]), human.count(w["fresh"]), human.count(w["retries"]),
+                  human.count(w["busy"]), human.count(w["dead"]), human.duration(w["lag_seconds"]),
+                  human.count(w["processed"]), human.count(w["failed"]), _paused(w["paused"], style)]
+                 for w in workers],
+                right=("enqueued", "fresh", "retries", "busy", "dead", "lag", "processed", "failed"),
+                last_unclipped=True))
+        elif not data["broken"]:
+            lines.append("no worker known in this Redis yet: a server or a producer of the app registers its "
+                         "workers when it starts")
+        for name, problem in data["broken"].items():
+            lines.append(f"broken registry entry {human.cell(name)}: {human.cell(problem, clip=False)}")
+        return "\n".join(lines)
 
-def servers(c: Console) -> dict[str, Any]:
+    return Shown(data, text)
+
+
+def _paused(paused: dict[str, Any] | None, style: Style) -> str:
+    if not paused:
+        return "no"
+    return f"since {style.when(paused['at'])} by {paused['who']} ({paused['source']})"
+
+
+def servers(c: Console) -> Shown:
     from ..console.servers import server_json, worker_names
     from ..store import ownership
 
     names = worker_names(c)
-    return {"servers": [server_json(m, names) for m in ownership.live(c.client)]}
+    data = {"servers": [server_json(m, names) for m in ownership.live(c.client)]}
+
+    def text(style: Style) -> str:
+        if not data["servers"]:
+            return "no live server"
+        return human.table(
+            ["server", "host", "pid", "threads", "state", "started", "heartbeat", "shards"],
+            [[s["name"] or s["id"], s["host"], s["pid"], s["threads"], s["state"], style.when(s["started_at"]),
+              style.when(s["heartbeat_at"]), _shards(s["shards"])] for s in data["servers"]],
+            right=("pid", "threads"), last_unclipped=True)
+
+    return Shown(data, text)
+
+
+def _shards(by_worker: dict[str, list[int]]) -> str:
+    """``Billing 0-2, 5; Mailer 0``: each worker's shard numbers, runs folded."""
+    if not by_worker:
+        return "none"
+    parts = []
+    for worker, indexes in by_worker.items():
+        runs: list[list[int]] = []
+        for i in sorted(indexes):
+            if runs and i == runs[-1][1] + 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        parts.append(f"{worker} " + ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs))
+    return "; ".join(parts)
 
 
 def _job(job: Any, where: str, worker: str) -> dict[str, Any]:
@@ -196,12 +290,43 @@ def _job(job: Any, where: str, worker: str) -> dict[str, Any]:
     return data
 
 
-def find(c: Console, job_id: str) -> dict[str, Any]:
+def find(c: Console, job_id: str) -> Shown:
     found = [{**_job(f.job, f.where, f.view.name), "traceback": f.job.traceback} for f in c.find(job_id)]
-    return {"id": job_id, "found": found}
+    data = {"id": job_id, "found": found}
+    if not found:
+        known = ", ".join(v.name for v in c.workers()) or "none known"
+        return Shown(data, lambda style: "", EXIT_NOT_FOUND,
+                     f"no job with id {job_id!r} in any worker ({known}): not queued, busy or dead")
+
+    def text(style: Style) -> str:
+        return "\n\n".join(_job_text(job, style) for job in found)
+
+    return Shown(data, text)
 
 
-def list_jobs(c: Console, args: argparse.Namespace) -> dict[str, Any]:
+def _job_text(job: dict[str, Any], style: Style) -> str:
+    """One job as a card: where it is, its times, its error, each payload on its line, the traceback below."""
+    pairs = [("id", human.cell(job["id"], clip=False))]
+    if job["where"] == "dead":
+        pairs.append(("dead since", style.when(job["updated_at"])))
+    else:
+        pairs.append(("perform_in", style.when(job["perform_in"])))
+        retries = job["retry_count"]
+        pairs.append(("retry_count", f"{retries} (never failed)" if retries < 0 else str(retries)))
+    if job["error"]:
+        pairs.append(("error", human.cell(job["error"], clip=False)))
+    lines = [f"{job['worker']}: {job['where']}", human.fields(pairs)]
+    lines.append(f"{human.INDENT}{human.plural(len(job['payloads']), 'payload')}, oldest score first:")
+    scores = [style.score(score) for _, score in job["payloads"]]
+    width = max(map(len, scores), default=0)
+    lines += [f"{human.INDENT * 2}{shown.ljust(width)}  {human.payload(value)}"
+              for shown, (value, _) in zip(scores, job["payloads"])]
+    if job.get("traceback"):
+        lines += [f"{human.INDENT}traceback:", human.block(job["traceback"])]
+    return "\n".join(lines)
+
+
+def list_jobs(c: Console, args: argparse.Namespace) -> Shown:
     worker, kind, limit = args.worker, args.kind, _limit(args.limit)
     view = c.worker(worker)
     q = c.queries(view)
@@ -209,13 +334,34 @@ def list_jobs(c: Console, args: argparse.Namespace) -> dict[str, Any]:
         if args.filter or args.min or args.max or args.desc:
             raise OpsError("--filter, --min, --max and --desc apply to --queued and --dead, not --busy")
         jobs = [_job(j, "busy", worker) for j in q.busy()[:limit]]
-        return {"worker": worker, "kind": kind, "jobs": jobs}
+        data: dict[str, Any] = {"worker": worker, "kind": kind, "jobs": jobs}
+        return Shown(data, lambda style: _jobs_text(data, limit, style))
     orders, default = (ENQUEUED_ORDERS, "perform_in") if kind == "queued" else (MORGUE_ORDERS, "updated_at")
     shown = _listing(args, orders, default)
     query = q.enqueued if kind == "queued" else q.morgue
     page = query(shown.order_by, desc=args.desc, min=shown.min or None, max=shown.max or None, limit=limit)
     jobs = [_job(j, kind, worker) for j in page.rows]
-    return {"worker": worker, "kind": kind, "jobs": jobs, **_filter_json(shown)}
+    data = {"worker": worker, "kind": kind, "jobs": jobs, **_filter_json(shown)}
+    scope = f", {_scope_text(shown)}" if shown.min or shown.max else ""
+    return Shown(data, lambda style: _jobs_text(data, limit, style, scope))
+
+
+def _jobs_text(data: dict[str, Any], limit: int, style: Style, scope: str = "") -> str:
+    jobs, kind = data["jobs"], data["kind"]
+    more = f" (the first {limit:,}: --limit shows more)" if len(jobs) == limit else ""
+    head = f"{data['worker']}: {human.plural(len(jobs), f'{kind} job')}{scope}{more}"
+    if not jobs:
+        return head
+    when = "dead since" if kind == "dead" else "perform_in"
+    headers = ["id", when] + ([] if kind == "dead" else ["retries"]) + ["payloads", "newest payload", "error"]
+    rows = []
+    for job in jobs:
+        at = job["updated_at"] if kind == "dead" else job["perform_in"]
+        retries = [] if kind == "dead" else [str(job["retry_count"])]
+        newest = human.payload(job["payloads"][-1][0]) if job["payloads"] else ""
+        rows.append([job["id"], style.when(at), *retries, human.count(len(job["payloads"])), newest,
+                     job["error"] or ""])
+    return head + "\n" + human.table(headers, rows, right=("retries", "payloads"))
 
 
 def _limit(limit: int) -> int:
@@ -246,16 +392,22 @@ def _scope_text(shown: Any) -> str:
     return f"{shown.order_by} from {shown.min or 'the first'} to {shown.max or 'the last'}"
 
 
-def pause_or_resume(c: Console, verb: str, worker: str) -> dict[str, Any]:
+def pause_or_resume(c: Console, verb: str, worker: str) -> Shown:
     from ..store import pausing
 
     view = c.worker(worker)
     change = pausing.pause if verb == "pause" else pausing.resume
     changed = change(c.client, view.info.queue_name, worker=view.name, who=_user(), source="cli")
-    return {"worker": view.name, "paused": verb == "pause", "changed": changed}
+    data = {"worker": view.name, "paused": verb == "pause", "changed": changed}
+    if verb == "pause":
+        said = (f"{view.name} paused: servers stop taking its jobs within a heartbeat; enqueueing goes on"
+                if changed else f"{view.name} was paused already")
+    else:
+        said = f"{view.name} resumed: servers take its jobs again" if changed else f"{view.name} was not paused"
+    return Shown(data, lambda style: said)
 
 
-def schedules(c: Console, action: str | None, name: str | None) -> Any:
+def schedules(c: Console, action: str | None, name: str | None) -> Shown:
     """Every schedule (name, worker, rule, next and last tick, paused), or an audited action on one."""
     from ..console.schedules import UnknownSchedule, from_app
 
@@ -263,31 +415,61 @@ def schedules(c: Console, action: str | None, name: str | None) -> Any:
     if action is None:
         if name is not None:
             raise OpsError("lowkiq schedules [pause|resume|run NAME]: say what to do with the schedule")
-        return [{"name": row.info.name, "worker": row.info.worker, "rule": row.info.rule.words(),
-                 "next_at": _when(row.next_at), "last_at": _when(row.state.last_at),
+        # Times as unix seconds, as api/v1/schedules gives them.
+        rows = [{"name": row.info.name, "worker": row.info.worker, "rule": row.info.rule.words(),
+                 "next_at": row.next_at, "last_at": row.state.last_at,
                  "last_outcome": row.state.outcome or None, "paused": row.state.paused}
                 for row in board.rows()]
+        return Shown(rows, lambda style: _schedules_text(rows, style))
     if name is None:
         raise OpsError(f"lowkiq schedules {action} NAME: which schedule?")
     try:
         if action == "run":
             at = board.run_now(name, who=_user(), source="cli")
-            return {"schedule": name, "enqueued": True, "scheduled_at": at}
+            return Shown({"schedule": name, "enqueued": True, "scheduled_at": at},
+                         lambda style: f"schedule {name}: its job is enqueued now (scheduled_at {style.when(at)})")
         changed = (board.pause if action == "pause" else board.resume)(name, who=_user(), source="cli")
     except UnknownSchedule as exc:
         known = ", ".join(i.name for i in board.infos()) or "none"
         raise OpsError(f"{exc} (known: {known})") from None
-    return {"schedule": name, "paused": action == "pause", "changed": changed}
+    done = "paused" if action == "pause" else "resumed"
+    said = f"schedule {name} {done}" if changed else f"schedule {name} was {done} already"
+    return Shown({"schedule": name, "paused": action == "pause", "changed": changed}, lambda style: said)
 
 
-def _when(at: float | None) -> str | None:
-    """A unix time as people read it here (UTC, ISO 8601); --json keeps these strings too."""
-    if at is None:
-        return None
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+def _schedules_text(rows: list[dict[str, Any]], style: Style) -> str:
+    if not rows:
+        return "no schedule: the app configures them with lowkiq.configure(schedules=[...])"
+    return human.table(
+        ["schedule", "worker", "rule", "next tick", "last enqueued", "last outcome", "paused"],
+        [[r["name"], r["worker"], r["rule"], "- (paused)" if r["paused"] else style.when(r["next_at"]),
+          style.when(r["last_at"]), r["last_outcome"] or "-", "yes" if r["paused"] else "no"] for r in rows])
 
 
-def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None:
+def audit_log(c: Console, limit: int) -> Shown:
+    entries = [entry.as_json() for entry in audit.read(c.client, limit)]
+
+    def text(style: Style) -> str:
+        if not entries:
+            return "no operator action recorded yet"
+        return human.table(
+            ["at", "who", "source", "action", "worker", "count", "scope", "ids"],
+            [[style.when(e["at"]), e["who"], e["source"], e["action"], e["worker"], human.count(e["count"]),
+              e["scope"] or "-", _ids(e["ids"], e["ids_total"])] for e in entries],
+            right=("count",))
+
+    return Shown(entries, text)
+
+
+def _ids(ids: list[str], total: int) -> str:
+    if not ids and not total:
+        return "-"
+    shown = ", ".join(ids[:5])
+    rest = max(total, len(ids)) - min(len(ids), 5)
+    return shown + (f" and {rest:,} more" if rest > 0 else "")
+
+
+def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
     """Requeue or delete dead jobs: given ids, or those a filter (or --all) matches.
 
     A filter's jobs are counted first (the dry run), and the action touches exactly the jobs
@@ -308,8 +490,12 @@ def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None
     if token is None:
         pending = c.count_matching(view, "morgue", verb, order_by, **bounds)
         if args.dry_run:
-            return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": pending.count,
+            data = {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": pending.count,
                     "sample": pending.sample, "confirm": pending.token, **filtered}
+            again = _command_line(args, confirm=pending.token)
+            return Shown(data, lambda style: _dry_run_text(verb, view.name, scope, pending.count, pending.sample)
+                         + f"\nto do it, within 10 minutes (once; it acts on exactly these jobs, of them those that "
+                           f"still match):\n{human.INDENT}{again}")
         _ask(args, f"{verb} {scope} of {view.name}: {pending.count:,} jobs", pending.count)
         token = pending.token
     started = time.monotonic()
@@ -320,24 +506,65 @@ def morgue_action(c: Console, args: argparse.Namespace) -> dict[str, Any] | None
     action = f"morgue/{verb}_matching" if shown else f"morgue/{verb}"
     audit.record(c.client, who=_user(), source="cli", action=action, worker=view.name, count=done.touched,
                  scope=_scope_text(shown) if shown else "all")
-    return {"worker": view.name, "action": action, "touched": done.touched, "counted": done.counted,
-            "skipped": done.skipped, "seconds": round(time.monotonic() - started, 3), **filtered}
+    seconds = round(time.monotonic() - started, 3)
+    data = {"worker": view.name, "action": action, "touched": done.touched, "counted": done.counted,
+            "skipped": done.skipped, "seconds": seconds, **filtered}
+    skipped = (f"; {human.plural(done.skipped, 'job')} of the {done.counted:,} counted no longer matched"
+               if done.skipped else "")
+    return Shown(data, lambda style: f"{_past(verb)} {human.plural(done.touched, 'dead job')} of {view.name} "
+                                     f"({scope}) in {human.duration(seconds)}{skipped}")
 
 
-def _morgue_ids(c: Console, view: Any, verb: str, args: argparse.Namespace) -> dict[str, Any]:
+def _past(verb: str) -> str:
+    return "requeued" if verb == "requeue" else "deleted"
+
+
+def _dry_run_text(verb: str, worker: str, scope: str, would: int, sample: list[str]) -> str:
+    """What a dry run would touch: the count, then some of the ids, one a line."""
+    head = f"dry run: would {verb} {human.plural(would, 'dead job')} of {worker} ({scope})"
+    if not sample:
+        return head + "; nothing touched"
+    more = f"\n{human.INDENT}and {would - len(sample):,} more" if would > len(sample) else ""
+    ids = "\n".join(f"{human.INDENT}{human.cell(i)}" for i in sample)
+    return f"{head}; nothing touched. {'Some of them' if more else 'They are'}:\n{ids}{more}"
+
+
+def _command_line(args: argparse.Namespace, *, confirm: str) -> str:
+    """The command that confirms a dry run: the same worker, action and filter, with --confirm."""
+    words = ["lowkiq", "morgue", args.action, args.worker]
+    if args.filter:
+        words += ["--filter", args.filter] + (["--min", args.min] if args.min else []) + \
+                 (["--max", args.max] if args.max else [])
+    else:
+        words.append("--all")
+    for option in ("redis_url", "app"):
+        # Only a value with no password in it is repeated; a URL with one is left for the operator to add.
+        value = getattr(args, option)
+        if value and not (option == "redis_url" and "@" in value):
+            words += [f"--{option.replace('_', '-')}", value]
+    return shlex.join([*words, "--confirm", confirm])
+
+
+def _morgue_ids(c: Console, view: Any, verb: str, args: argparse.Namespace) -> Shown:
     ids = list(dict.fromkeys(args.ids))  # an id given twice is one job
     if args.confirm is not None:
         raise OpsError("--confirm goes with --filter or --all (a dry run's count), not with --ids")
-    dead = len(c.queries(view).morgue_jobs(ids))
+    found = [job.id for job in c.queries(view).morgue_jobs(ids)]
+    dead = len(found)
+    scope = f"of the {len(ids):,} ids given" + (", the others are not dead jobs" if dead < len(ids) else "")
     if args.dry_run:
-        return {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": dead}
+        data = {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": dead}
+        return Shown(data, lambda style: _dry_run_text(verb, view.name, scope, dead, found[:SAMPLE]))
     _ask(args, f"{verb} {dead:,} of the {len(ids):,} ids given (the others are not dead jobs) of {view.name}", dead)
     actions = c.actions(view)
     started = time.monotonic()
-    count = actions.morgue_requeue(ids) if verb == "requeue" else actions.morgue_delete(ids)
-    audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=count, ids=ids)
-    return {"worker": view.name, "action": f"morgue/{verb}", "touched": count,
-            "seconds": round(time.monotonic() - started, 3)}
+    touched = actions.morgue_requeue(ids) if verb == "requeue" else actions.morgue_delete(ids)
+    audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=touched,
+                 ids=ids)
+    seconds = round(time.monotonic() - started, 3)
+    data = {"worker": view.name, "action": f"morgue/{verb}", "touched": touched, "seconds": seconds}
+    return Shown(data, lambda style: f"{_past(verb)} {human.plural(touched, 'dead job')} of {view.name} ({scope}) "
+                                     f"in {human.duration(seconds)}")
 
 
 def _ask(args: argparse.Namespace, question: str, count: int) -> None:
@@ -360,33 +587,3 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return f"uid {os.getuid()}"
-
-
-def _table(result: Any) -> str:
-    """A plain-text rendering for people: the rows of the result's list, else its fields."""
-    if isinstance(result, list):
-        return _rows(result) if result else "(none)"
-    lines = []
-    for key, value in result.items():
-        if isinstance(value, list):
-            lines.append(f"{key}:")
-            lines.append(_rows(value) if value else "  (none)")
-        elif isinstance(value, dict) and value:
-            lines.append(f"{key}: " + ", ".join(f"{k}: {visible(str(v))}" for k, v in value.items()))
-        else:
-            lines.append(f"{key}: {visible(str(value))}")
-    return "\n".join(lines)
-
-
-def _rows(rows: list[Any]) -> str:
-    columns = list(dict.fromkeys(k for row in rows for k in row))
-    cells = [[_cell(row.get(col)) for col in columns] for row in rows]
-    widths = [max(len(col), *(len(r[i]) for r in cells)) for i, col in enumerate(columns)]
-    out = ["  " + "  ".join(col.ljust(w) for col, w in zip(columns, widths))]
-    out += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in cells]
-    return "\n".join(out)
-
-
-def _cell(value: Any) -> str:
-    text = visible(value if isinstance(value, str) else json.dumps(value, default=str))
-    return text if len(text) <= 60 else text[:57] + "..."
