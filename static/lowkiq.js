@@ -28,37 +28,53 @@
     form.querySelectorAll("input[name=ids]").forEach(function (each) { each.checked = box.checked; });
   });
 
-  // Pausing the dashboard's live refresh; remembered across pages.
+  // Live refresh: every element marked data-live polls (htmx) and replaces itself. One Pause/Resume for every
+  // page, remembered in this browser.
   var KEY = "lowkiq.live.paused";
   function paused() {
     try { return window.localStorage.getItem(KEY) === "1"; } catch (e) { return false; }
   }
-  function show() {
+  function isLive(element) { return !!(element && element.hasAttribute && element.hasAttribute("data-live")); }
+  // An operator in the middle of something on a listing (rows ticked, a payload unfolded, a field in use) would
+  // lose it to a refresh: the refresh waits until they are done.
+  function holding(element) {
+    if (element.id !== "live") return false;
+    if (element.querySelector("input[name=ids]:checked, details[open]")) return true;
+    var focused = document.activeElement;
+    return !!(focused && focused !== document.body && element.contains(focused) && focused.matches("input, select, textarea"));
+  }
+  function show(held) {
     var button = document.getElementById("live-toggle");
     var status = document.getElementById("live-status");
     if (!button) return;
-    button.textContent = paused() ? "Resume" : "Pause";
+    // "refresh" in the label: a worker's page has a Pause of its own, which stops the queue.
+    button.textContent = paused() ? "Resume refresh" : "Pause refresh";
     button.setAttribute("aria-pressed", paused() ? "true" : "false");
     if (status) {
       status.dataset.text = status.dataset.text || status.textContent;
-      status.textContent = paused() ? "Live refresh paused" : status.dataset.text;
+      status.textContent = paused() ? "Live refresh paused" : held ? "Live refresh held while rows are selected or open" :
+        status.dataset.text;
     }
   }
   document.addEventListener("click", function (event) {
     if (!event.target.closest || !event.target.closest("#live-toggle")) return;
     try { window.localStorage.setItem(KEY, paused() ? "0" : "1"); } catch (e) { /* private mode */ }
-    show();
+    show(false);
   });
   document.addEventListener("htmx:beforeRequest", function (event) {
-    if (event.detail.elt && event.detail.elt.id === "live" && paused()) event.preventDefault();
+    var element = event.detail.elt;
+    if (!isLive(element)) return;
+    var held = !paused() && holding(element);
+    if (paused() || held) event.preventDefault();
+    if (element.id === "live") show(held);
   });
-  document.addEventListener("DOMContentLoaded", show);
+  document.addEventListener("DOMContentLoaded", function () { show(false); });
 
   // A refresh that fails (Redis down, the console gone) must not leave old numbers looking current:
   // say so above them, grey them out, and clear it all at the first refresh that works.
   var failingSince = null;
   function liveFailed(event, why) {
-    if (!event.detail.elt || event.detail.elt.id !== "live") return;
+    if (!isLive(event.detail.elt)) return;
     var banner = document.getElementById("live-error");
     var live = document.getElementById("live");
     var status = document.getElementById("live-status");
@@ -69,7 +85,7 @@
       since.setAttribute("data-time", failingSince.toISOString());
       since.textContent = failingSince.toLocaleTimeString() + " (this browser's clock)";
       banner.textContent = "Live refresh failing since ";
-      banner.append(since, ": " + why + ". The numbers below are from before then.");
+      banner.append(since, ": " + why + ". What this page shows is from before then.");
       banner.hidden = false;
       banner.dispatchEvent(new CustomEvent("lowkiq:times", {bubbles: true}));
     }
@@ -89,11 +105,11 @@
   });
   document.addEventListener("htmx:sendError", function (event) { liveFailed(event, "the console did not answer"); });
   document.addEventListener("htmx:afterSwap", function (event) {
-    if (!event.detail.elt || event.detail.elt.id !== "live" || failingSince === null) return;
+    if (!isLive(event.detail.elt) || failingSince === null) return;
     failingSince = null;
     var banner = document.getElementById("live-error");
     if (banner) banner.hidden = true;
-    show();
+    show(false);
   });
 })();
 
@@ -118,6 +134,20 @@
       two(date.getHours()) + ":" + two(date.getMinutes()) + ":" + two(date.getSeconds()) + " " + sign +
       two(Math.floor(offset / 60)) + two(offset % 60);
   }
+  // "14:05" of a moment in the zone chosen; the server's zone is read from an ISO time the server wrote (its offset).
+  function clock(date, chosen, serverIso) {
+    if (chosen === "utc") return two(date.getUTCHours()) + ":" + two(date.getUTCMinutes());
+    if (chosen !== "local") {
+      var offset = /([+-])(\d\d):(\d\d)$/.exec(serverIso || "");
+      if (offset) {
+        var minutes = (offset[1] === "-" ? -1 : 1) * (parseInt(offset[2], 10) * 60 + parseInt(offset[3], 10));
+        var shifted = new Date(date.getTime() + minutes * 60000);
+        return two(shifted.getUTCHours()) + ":" + two(shifted.getUTCMinutes());
+      }
+    }
+    return two(date.getHours()) + ":" + two(date.getMinutes());
+  }
+  window.lowkiqClock = function (date, serverIso) { return clock(date, zone(), serverIso); };
   function rewrite(root) {
     var chosen = zone();
     var button = document.getElementById("tz-toggle");
@@ -126,6 +156,17 @@
       button.textContent = chosen === "utc" ? "UTC" : chosen === "local" ? "Local time" : "Server time";
       button.setAttribute("aria-label", "Times shown: " + button.textContent + ". Change");
     }
+    // A chart's time axis: hours and minutes only, in the zone chosen.
+    (root || document).querySelectorAll("[data-clock]").forEach(function (element) {
+      if (!element.hasAttribute("data-server-text")) element.setAttribute("data-server-text", element.textContent);
+      var when = new Date(element.getAttribute("data-clock"));
+      var server = element.getAttribute("data-server-text");
+      if ((chosen !== "utc" && chosen !== "local") || isNaN(when.getTime()) || server.indexOf(":") < 0) {
+        element.textContent = server;
+        return;
+      }
+      element.textContent = clock(when, chosen, "");
+    });
     (root || document).querySelectorAll("[data-time]").forEach(function (element) {
       // The server's rendering is kept, so that "Server time" can be chosen again.
       if (!element.hasAttribute("data-server-text")) element.setAttribute("data-server-text", element.textContent);
@@ -170,6 +211,8 @@
   // switched: the operator chose another order; bounds of the other kind (ids, times) mean nothing there.
   function arrange(form, switched) {
     var time = isTime(form);
+    var select = form.querySelector("select[name=order_by]");
+    form.querySelectorAll("[data-text-order]").forEach(function (note) { note.hidden = !select || select.value !== "id"; });
     form.querySelectorAll("input[data-bound]").forEach(function (input) {
       if (time && input.type !== "datetime-local") {
         var exact = input.value;
@@ -213,4 +256,129 @@
       }
     });
   }, true);
+})();
+
+// Relative times and running spans move on every second. Each carries what it was when the page (or the part
+// refreshed) was drawn, by the server's clock: data-ago (seconds since the moment; negative: still to come)
+// or data-elapsed; the browser adds the seconds since it first saw the element, so its own clock's error never shows.
+(function () {
+  "use strict";
+  var seen = new WeakMap();
+  function duration(seconds) {
+    var s = Math.abs(seconds);
+    if (s < 10) return s.toFixed(1) + " s";
+    if (s < 60) return Math.round(s) + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min";
+    if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor(s % 3600 / 60) + " min";
+    return Math.floor(s / 86400) + " d " + Math.floor(s % 86400 / 3600) + " h";
+  }
+  function relative(ago) {
+    if (Math.abs(ago) < 1) return "just now";
+    return ago > 0 ? duration(ago) + " ago" : "in " + duration(ago);
+  }
+  function since(element, attribute) {
+    var first = seen.get(element);
+    if (first === undefined) {
+      first = Date.now();
+      seen.set(element, first);
+    }
+    return parseFloat(element.getAttribute(attribute)) + (Date.now() - first) / 1000;
+  }
+  function tick() {
+    document.querySelectorAll("[data-ago]").forEach(function (element) {
+      var text = relative(since(element, "data-ago"));
+      if (element.textContent !== text) element.textContent = text;
+    });
+    document.querySelectorAll("[data-elapsed]").forEach(function (element) {
+      var text = duration(since(element, "data-elapsed"));
+      if (element.textContent !== text) element.textContent = text;
+    });
+  }
+  window.lowkiqDuration = duration;
+  document.addEventListener("DOMContentLoaded", function () {
+    tick();
+    window.setInterval(tick, 1000);
+  });
+  document.addEventListener("htmx:afterSettle", tick);
+})();
+
+// The history charts' read-out: under the pointer (or a finger), the time and the values of the minute there, or
+// that nothing was recorded then. The points come with the chart (data-points), so no request is made.
+(function () {
+  "use strict";
+  function number(value) { return value.toLocaleString("en-US", {maximumFractionDigits: 1}); }
+  function points(box) {
+    if (!box._points) {
+      try { box._points = JSON.parse(box.getAttribute("data-points") || "[]"); } catch (e) { box._points = []; }
+    }
+    return box._points;
+  }
+  function at(box, when) {
+    var list = points(box);
+    var best = null;
+    var distance = Infinity;
+    for (var i = 0; i < list.length; i++) {
+      var p = list[i];
+      var d = when < p[0] ? p[0] - when : when > p[1] ? when - p[1] : 0;
+      if (d < distance || (d === distance && d === 0 && best && best[5] && !p[5])) { best = p; distance = d; }
+    }
+    return {point: best, distance: distance};
+  }
+  function clock(seconds, box) {
+    var iso = (box.querySelector("[data-clock]") || {getAttribute: function () { return ""; }}).getAttribute("data-clock");
+    return window.lowkiqClock ? window.lowkiqClock(new Date(seconds * 1000), iso) : new Date(seconds * 1000).toTimeString().slice(0, 5);
+  }
+  function describe(box, when) {
+    var found = at(box, when);
+    var p = found.point;
+    if (!p || found.distance > 120) {
+      var last = points(box)[points(box).length - 1];
+      return clock(when, box) + " · no data recorded" + (last && when > last[1] ? " since " + clock(last[1], box) : "");
+    }
+    var span = p[1] - p[0];
+    var when_ = span > 90 ? clock(p[0], box) + "–" + clock(p[1], box) : clock(p[1], box);
+    if (p[5]) {
+      return when_ + " · no data recorded (" + number(p[2] * span / 60) + " processed and " + number(p[3] * span / 60) +
+        " failed over the span)";
+    }
+    var lag = window.lowkiqDuration ? window.lowkiqDuration(p[4]) : p[4] + " s";
+    return when_ + " · " + number(p[2]) + " processed/min · " + number(p[3]) + " failed/min · lag " + lag +
+      (span > 90 ? " (averages over " + Math.round(span / 60) + " min)" : "");
+  }
+  function hide(box) {
+    var tip = box.querySelector(".chart-tip");
+    var cursor = box.querySelector(".chart-cursor");
+    if (tip) tip.hidden = true;
+    if (cursor) cursor.hidden = true;
+  }
+  function move(event) {
+    var plot = event.target.closest && event.target.closest(".chart-plot");
+    var box = plot && plot.closest(".chart-box");
+    document.querySelectorAll(".chart-box").forEach(function (other) { if (other !== box) hide(other); });
+    if (!box) return;
+    var area = plot.getBoundingClientRect();
+    var frame = box.getBoundingClientRect();
+    var fraction = Math.min(Math.max((event.clientX - area.left) / area.width, 0), 1);
+    var start = parseFloat(box.getAttribute("data-start"));
+    var end = parseFloat(box.getAttribute("data-end"));
+    var tip = box.querySelector(".chart-tip");
+    tip.textContent = describe(box, start + fraction * (end - start));
+    tip.hidden = false;
+    var cursor = box.querySelector(".chart-cursor");
+    if (!cursor) {
+      cursor = document.createElement("div");
+      cursor.className = "chart-cursor";
+      box.appendChild(cursor);
+    }
+    var x = event.clientX - frame.left;
+    cursor.hidden = false;
+    cursor.style.left = x + "px";
+    var plots = box.querySelectorAll(".chart-plot");
+    cursor.style.top = (plots[0].getBoundingClientRect().top - frame.top) + "px";
+    cursor.style.height = (plots[plots.length - 1].getBoundingClientRect().bottom - plots[0].getBoundingClientRect().top) + "px";
+    var left = Math.min(Math.max(x - tip.offsetWidth / 2, 0), Math.max(frame.width - tip.offsetWidth, 0));
+    tip.style.left = left + "px";
+  }
+  document.addEventListener("pointermove", move);
+  document.addEventListener("pointerdown", move);
 })();

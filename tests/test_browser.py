@@ -29,7 +29,7 @@ def test_dashboard_moves_and_morgue_requeue_in_a_real_browser(page, console, ser
     )
     # Pausing stops the refresh.
     page.click("#live-toggle")
-    assert page.inner_text("#live-toggle") == "Resume"
+    assert page.inner_text("#live-toggle") == "Resume refresh"
     page.click("#live-toggle")
 
     page.goto(console + "/workers/DeadWorker/morgue?order_by=id")

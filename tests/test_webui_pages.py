@@ -35,17 +35,36 @@ def test_live_fragment_is_only_the_polled_part_and_follows_the_numbers(client):
     assert 'data-total="enqueued">3<' in client.get("/lowkiq/_live").get_data(as_text=True)
 
 
-def test_chart_draws_rates_between_samples(client, runtime, clock):
-    client.get("/lowkiq/_live")
-    OrdersWorker.perform_async([{"id": i} for i in range(4)])
-    q = runtime.queue(OrdersWorker)
-    for shard in range(4):
-        taken = q.ack_and_take(None, (held_lease(q, shard), 10))
-        q.ack_and_take((held_lease(q, shard), [j.id for j in taken.jobs]), None)
-    clock.advance(2)
-    html = client.get("/lowkiq/_live").get_data(as_text=True)
-    assert '<polyline class="line-processed"' in html
-    assert "processed 2.0/s" in html  # 4 jobs in 2 s
+def test_the_dashboard_charts_only_what_redis_keeps(client, runtime):
+    """No per-second chart drawn from what one gunicorn worker happened to poll: the history panel, read from
+    Redis, refreshes itself instead."""
+    html = client.get("/lowkiq/").get_data(as_text=True) + client.get("/lowkiq/_live").get_data(as_text=True)
+    assert "per second" not in html and "<polyline" not in html
+    history = client.get("/lowkiq/_history?hours=6").get_data(as_text=True)
+    assert 'hx-get="/lowkiq/_history?hours=6" hx-trigger="every 30s"' in history and "data-live" in history
+
+
+def test_busy_servers_audit_and_listings_refresh_in_place(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": "d"}])
+    for path in (W + "/busy", W + "/enqueued?order_by=id", W + "/morgue", "/lowkiq/servers", "/lowkiq/audit"):
+        html = client.get(path).get_data(as_text=True)
+        live = re.search(r'<div id="live" data-live hx-get="([^"]+)" hx-select="#live" hx-trigger="every 3.0s"', html)
+        assert live, path
+        assert live.group(1).replace("&amp;", "&") == path, path  # it polls its own page, filters and all
+        assert 'id="live-toggle"' in html and 'id="live-error"' in html, path
+    tabs = client.get(W + "/_counts?tab=busy").get_data(as_text=True)
+    assert re.search(r'<nav class="tabs" id="tabs" hx-get="[^"]+_counts\?tab=busy" hx-swap="outerHTML" '
+                     r'hx-trigger="every 3.0s" data-live>', tabs)  # once counted, the counts poll too
+
+
+def test_relative_times_carry_the_seconds_they_tick_from(client, runtime, clock):
+    OrdersWorker.perform_async([{"id": "later", "perform_in": clock() + 90}])
+    make_dead(runtime, OrdersWorker, [{"id": "gone"}])
+    clock.advance(5)
+    enqueued = client.get(W + "/enqueued").get_data(as_text=True)
+    assert re.search(r'<time datetime="[^"]+" title="[^"]+" data-ago="-85.0">in 1 min</time>', enqueued)
+    morgue = client.get(W + "/morgue").get_data(as_text=True)
+    assert re.search(r'data-ago="5.0">5.0 s ago</time>', morgue)
 
 
 def test_worker_root_redirects_to_enqueued(client):
@@ -294,3 +313,87 @@ def test_a_page_size_from_a_link_is_kept_by_the_filter_form(client, runtime):
     form = client.get(W + "/enqueued?limit=10").get_data(as_text=True).split('class="filters"')[1].split("</form>")[0]
     sizes = re.findall(r'<option value="(\d+)"( selected)?>', form.split('name="limit"')[1].split("</select>")[0])
     assert sizes == [("10", " selected"), ("25", ""), ("50", ""), ("100", "")]
+
+
+def test_dead_jobs_open_newest_first_in_the_page_and_the_api(client, runtime, clock):
+    for name in ("first", "second", "third"):
+        make_dead(runtime, OrdersWorker, [{"id": name}])
+        clock.advance(10)
+    assert ids_in(client.get(W + "/morgue").data) == ["third", "second", "first"]
+    assert ids_in(client.get(W + "/morgue?order_by=updated_at").data) == ["third", "second", "first"]
+    assert ids_in(client.get(W + "/morgue?order_by=updated_at&desc=0").data) == ["first", "second", "third"]
+    assert ids_in(client.get(W + "/morgue?order_by=id").data) == ["first", "second", "third"]  # other orders ascend
+    api = client.get("/lowkiq/api/v1/workers/OrdersWorker/morgue").get_json()
+    assert [job["id"] for job in api["jobs"]] == ["third", "second", "first"]
+    form = client.get(W + "/morgue").get_data(as_text=True).split('class="filters"')[1].split("</form>")[0]
+    assert '<option value="1" selected>descending</option>' in form
+    # the queue still opens soonest due first
+    OrdersWorker.perform_async([{"id": "late", "perform_in": clock() + 60}, {"id": "soon", "perform_in": clock() + 5}])
+    assert ids_in(client.get(W + "/enqueued").data) == ["soon", "late"]
+
+
+def test_id_bounds_say_they_compare_as_text(client, runtime):
+    OrdersWorker.perform_async([{"id": f"mail-{n}"} for n in (100, 105, 1000)])
+    html = client.get(W + "/enqueued?order_by=id&min=mail-100&max=mail-109").get_data(as_text=True)
+    assert ids_in(html.encode()) == ["mail-100", "mail-1000", "mail-105"]  # what the note warns of
+    note = re.search(r'<span class="text-order" data-text-order title="([^"]+)">\(text order\)</span>', html)
+    assert note and "byte by byte" in note.group(1) and "mail-1000" in note.group(1)
+    by_time = client.get(W + "/enqueued?order_by=perform_in").get_data(as_text=True)
+    assert re.search(r'<span class="text-order" data-text-order title="[^"]+" hidden>', by_time)  # shown for ids only
+
+
+def test_retry_now_makes_exactly_that_queued_job_due_and_is_audited(client, runtime, clock):
+    later = clock() + 3600
+    OrdersWorker.perform_async([{"id": i, "perform_in": later} for i in ("a", "b", "c", "b/../a")])
+    page = W + "/job?id=b"
+    html = client.get(page).get_data(as_text=True)
+    form = re.search(r'<form method="post" class="inline" action="([^"]+)" id="retry-now">(.*?)</form>', html, re.S)
+    assert form and form.group(1) == W + "/enqueued/retry_now" and ">Perform now</button>" in form.group(2)
+    token = csrf(client, page)
+    refused = client.post(W + "/enqueued/retry_now", data={"id": "b", "next": page})
+    assert refused.status_code == 403  # no CSRF token, nothing done
+    assert runtime.queries(OrdersWorker).job("b").perform_in == later
+    clock.advance(1)
+    done = client.post(W + "/enqueued/retry_now", data={"csrf_token": token, "id": "b", "next": page})
+    assert done.status_code == 303 and done.headers["Location"] == page
+    q = runtime.queries(OrdersWorker)
+    assert q.job("b").perform_in == clock()
+    assert [q.job(i).perform_in for i in ("a", "c", "b/../a")] == [later] * 3
+    assert "Job b will run now." in client.get(page).get_data(as_text=True)
+    again = client.post(W + "/enqueued/retry_now", data={"csrf_token": token, "id": "b", "next": page})
+    assert "already due" in client.get(again.headers["Location"]).get_data(as_text=True)
+    from lowkiq.store import audit
+
+    entry = audit.read(runtime.client, 2)[1]
+    assert (entry.action, entry.worker, entry.ids, entry.count, entry.source) == (
+        "enqueued/perform_now", "OrdersWorker", ["b"], 1, "console")
+    due = client.get(page).get_data(as_text=True)
+    assert 'id="retry-now"' not in due and ">due now</span>" in due  # nothing to retry once due
+
+
+def test_a_job_page_keeps_its_own_actions_apart_from_the_worker_s(client, runtime, clock):
+    make_dead(runtime, OrdersWorker, [{"id": "dead"}])
+    OrdersWorker.perform_async([{"id": "queued"}])
+    fail(runtime, OrdersWorker, ["queued"])  # its retry in a minute
+    for job_id, own in (("dead", ("Requeue", "Delete")), ("queued", ("Retry now", "Delete"))):
+        html = client.get(W + f"/job?id={job_id}").get_data(as_text=True)
+        assert "Delete all failed" not in html and "Kill all failed" not in html and "Perform all now" not in html
+        section = html.split('id="job-')[1].split("</section>")[0]
+        assert all(f">{label}</button>" in section for label in own), job_id
+    listing = client.get(W + "/enqueued").get_data(as_text=True)
+    assert 'id="worker-actions"' in listing and "Delete all failed" in listing  # where they belong
+
+
+def test_a_job_with_many_payloads_shows_the_first_and_last_and_folds_the_rest(client, runtime):
+    OrdersWorker.perform_async([{"id": "hot", "payload": {"v": v}, "score": v} for v in range(50)])
+    html = client.get(W + "/job?id=hot").get_data(as_text=True)
+    folded = html.split('class="payloads-folded" data-folded="50"')[1].split("</section>")[0]
+    before, rest = folded.split('<details class="payloads-more" id="payloads-more-queued">')
+    hidden, after = rest.split("</details>")
+    shown = re.findall(r"{&#34;v&#34;:(\d+)}", before + after)
+    assert shown == [str(v) for v in (*range(10), *range(40, 50))]
+    assert "<summary>Show all 50 payloads (30 more between the first and the last 10)</summary>" in hidden
+    assert re.findall(r"{&#34;v&#34;:(\d+)}", hidden) == [str(v) for v in range(10, 40)]
+    OrdersWorker.perform_async([{"id": "few", "payload": v, "score": v} for v in range(12)])
+    small = client.get(W + "/job?id=few").get_data(as_text=True)
+    assert "payloads-folded" not in small and "12 payloads" in small

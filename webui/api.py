@@ -14,7 +14,6 @@ from ..store import audit, history
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..store.history import Minute
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from . import actor
 from .blueprint import bp
 from .http import body_object, no_parameters, reply
@@ -142,7 +141,8 @@ def _listing_reply(shown: listing.Shown, encode: Any) -> Response:
 def api_enqueued(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    args = listing.parse(request.args, ENQUEUED_ORDERS, default_order="perform_in", default_limit=API_PAGE_SIZE)
+    orders, default, desc = AREA_ORDERS["enqueued"]
+    args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE)
     return _listing_reply(listing.fetch(c.queries(view).enqueued, args), job_json)
 
 
@@ -150,7 +150,8 @@ def api_enqueued(worker: str) -> Response:
 def api_morgue(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=API_PAGE_SIZE)
+    orders, default, desc = AREA_ORDERS["morgue"]
+    args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE)
     return _listing_reply(listing.fetch(c.queries(view).morgue, args), morgue_job_json)
 
 
@@ -298,7 +299,7 @@ def _api_matching(worker: str, area: str) -> Response:
         raise BadInput('send either "dry_run": true (to count) or "confirm": "<token>" (to act), not both or neither')
     if token is not None and not isinstance(token, str):
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
-    orders, default = AREA_ORDERS[area]
+    orders, default, _ = AREA_ORDERS[area]
     fields = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
     args = listing.parse(fields, orders, default_order=default, default_limit=1)
     bounds = {"min": args.min or None, "max": args.max or None}

@@ -17,6 +17,8 @@ from typing import Any
 
 # Payloads longer than this (or on several lines) are collapsed in <details>.
 SHORT_PAYLOAD = 80
+# A job page shows this many payloads at each end and folds those between, when there are many more.
+PAYLOADS_AT_EACH_END = 10
 # Listings show at most this much of a payload or an error; the job page shows all of it.
 LISTED_TEXT = 2048
 # Characters an HTML form does not post back as they were (NUL becomes U+FFFD, CR LF becomes LF).
@@ -54,6 +56,13 @@ def relative(at: float | None, now: float) -> str:
     if abs(delta) < 1:
         return "just now"
     return f"{duration(delta)} ago" if delta > 0 else f"in {duration(delta)}"
+
+
+def seconds_since(at: float | None, now: float) -> float | None:
+    """``now - at`` rounded to a millisecond (negative in the future); None when either is unknown."""
+    if at is None or not math.isfinite(at) or not math.isfinite(now):
+        return None
+    return round(now - at, 3)
 
 
 def absolute(at: float | None) -> str:

@@ -7,7 +7,7 @@ streams (``lowkiq.store.history``), not from what this process happened to see.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,30 +17,52 @@ from flask import request
 from ..console.listing import BadInput
 from ..store import history
 from ..store.history import Minute
+from . import chart, formatting
 from .state import settings, state
 
 log = logging.getLogger("lowkiq.webui")
 
-WIDTH = 600
-HEIGHT = 70
-PADDING = 4
 # The windows offered, in hours; the first is the default.
 WINDOWS = (1, 6, 24, 48)
+# A rate over more than this many sampling steps means nobody recorded the minutes in between: the lines break
+# there instead of drawing a ramp across, and the span is marked as without data.
+GAP_STEPS = 2
+# The x axis spans at least this long, however little history there is.
+MIN_SPAN = 120.0
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A span without samples, in percent of the plot's width, and its unix times."""
+
+    left: float
+    width: float
+    start: float
+    end: float
 
 
 @dataclass(frozen=True)
 class HistoryChart:
     hours: int
     minutes: list[Minute]
-    processed_points: str
-    failed_points: str
-    lag_points: str
-    peak: float  # jobs per minute at the top of the counts chart
-    peak_lag: float  # seconds at the top of the lag chart
+    start: float  # the x axis, unix times: the window, or the part of it that history covers
+    end: float
+    narrowed: bool  # the history covers less than the window asked for
+    processed_path: str  # SVG path data in chart.WIDTH x chart.HEIGHT, broken at gaps
+    failed_path: str
+    lag_path: str
+    gaps: list[Gap]
+    time_ticks: list[chart.Tick]
+    count_ticks: list[chart.Tick]
+    lag_ticks: list[chart.Tick]
+    # For the hover read-out: [from, to, processed per minute, failed per minute, lag, 1 when a gap else 0]
+    points: list[list[float]]
+    peak: float  # jobs per minute, at most
+    peak_lag: float
     processed: float  # jobs in the window
     failed: float
-    width: int = WIDTH
-    height: int = HEIGHT
+    width: int = chart.WIDTH
+    height: int = chart.HEIGHT
 
 
 def record(c: Any, measured: Sequence[Any], now: float) -> None:
@@ -77,34 +99,77 @@ def read(client: Any, queues: Sequence[str], hours: int, now: float) -> dict[str
     return {queue: history.per_minute(p) for queue, p in points.items()}
 
 
+def sampling_step(hours: int) -> int:
+    """Minutes between the samples ``read`` returns for a window (history.read's spacing)."""
+    minutes = hours * 60
+    return 1 if minutes + 1 <= history.MAX_POINTS else -(-minutes // history.MAX_POINTS)
+
+
 def build(minutes: list[Minute], hours: int, now: float) -> HistoryChart | None:
-    start = now - hours * 3600
-    shown = [m for m in minutes if m.minute >= start]
+    window_start = now - hours * 3600
+    shown = [m for m in minutes if m.minute >= window_start]
     if not shown:
         return None
-    peak = max(max(m.processed, m.failed) for m in shown) or 1.0
-    peak_lag = max(m.lag for m in shown) or 1.0
+    threshold = GAP_STEPS * sampling_step(hours)
+    # The x axis spans the history present: 48 hours asked for with ten minutes recorded draw those ten minutes.
+    start = max(window_start, shown[0].minute - shown[0].span * 60)
+    end = now
+    start = min(start, end - MIN_SPAN)
+    per_second = chart.WIDTH / (end - start)
+    drawn = [m for m in shown if m.span <= threshold]
+    peak = max((max(m.processed, m.failed) for m in drawn or shown), default=0.0)
+    peak_lag = max((m.lag for m in drawn or shown), default=0.0)
+    count_top, lag_top = chart.nice_ceiling(peak), chart.nice_ceiling(peak_lag)
 
     def x(at: float) -> float:
-        return min(max(PADDING + (at - start) / (now - start) * (WIDTH - 2 * PADDING), PADDING), WIDTH - PADDING)
+        return min(max((at - start) * per_second, 0.0), float(chart.WIDTH))
 
-    def points(value: Callable[[Minute], float], top: float) -> str:
-        coords: list[str] = []
-        for m in shown:
-            y = HEIGHT - PADDING - value(m) / top * (HEIGHT - 2 * PADDING)
-            if not coords:  # the first rate holds over its whole span: a flat segment, not the whole window
-                coords.append(f"{x(m.minute - m.span * 60):.1f},{y:.1f}")
-            coords.append(f"{x(m.minute):.1f},{y:.1f}")
-        return " ".join(coords)
+    lines: dict[str, list[tuple[float, float] | None]] = {"processed": [], "failed": [], "lag": []}
+    tops = {"processed": count_top, "failed": count_top, "lag": lag_top}
+    gaps: list[tuple[float, float]] = []
+    points: list[list[float]] = []
+    for m in shown:
+        begin = max(m.minute - m.span * 60, start)
+        values = {"processed": m.processed, "failed": m.failed, "lag": m.lag}
+        gap = m.span > threshold
+        points.append([round(begin, 3), m.minute, round(m.processed, 2), round(m.failed, 2), round(m.lag, 3),
+                       1 if gap else 0])
+        if gap:
+            gaps.append((begin, m.minute))
+            for line in lines.values():
+                line.append(None)
+            continue
+        for name, line in lines.items():
+            y = chart.y_of(values[name], tops[name])
+            if not line or line[-1] is None:  # a line starts: its first rate holds over its whole span
+                line.append((x(begin), y))
+            line.append((x(m.minute), y))
+    if end - shown[-1].minute > (threshold + 1) * 60:  # nothing recorded lately: say so up to now
+        gaps.append((shown[-1].minute, end))
+
+    def percent(at: float) -> float:
+        return round((at - start) / (end - start) * 100, 3)
 
     return HistoryChart(
         hours=hours,
         minutes=shown,
-        processed_points=points(lambda m: m.processed, peak),
-        failed_points=points(lambda m: m.failed, peak),
-        lag_points=points(lambda m: m.lag, peak_lag),
+        start=start,
+        end=end,
+        narrowed=start > window_start + 60,
+        processed_path=chart.path(lines["processed"]),
+        failed_path=chart.path(lines["failed"]),
+        lag_path=chart.path(lines["lag"]),
+        gaps=[Gap(percent(a), round(percent(b) - percent(a), 3), a, b) for a, b in gaps],
+        time_ticks=chart.time_ticks(start, end),
+        count_ticks=[chart.Tick(p, _count(count_top * p / 100)) for p in (0, 50, 100)],
+        lag_ticks=[chart.Tick(p, formatting.duration(lag_top * p / 100)) for p in (0, 50, 100)],
+        points=points,
         peak=peak,
         peak_lag=peak_lag,
         processed=sum(m.processed * m.span for m in shown),  # rates per minute over their spans: jobs
         failed=sum(m.failed * m.span for m in shown),
     )
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"

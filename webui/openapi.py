@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import __version__
-from ..console import MATCHING_VERBS
+from ..console import AREA_ORDERS, MATCHING_VERBS
 from ..console.listing import API_PAGE_SIZE, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
@@ -566,8 +566,11 @@ def _bound_text(orders: Iterable[str]) -> str:
 EMPTY = "An empty value means the default."
 
 
-def listing_parameters(orders: tuple[str, ...], default_order: str) -> list[Json]:
-    """The query of a listing, as ``listing.parse`` reads it."""
+def listing_parameters(area: str) -> list[Json]:
+    """The query of a listing, as ``listing.parse`` reads it with the area's default order (AREA_ORDERS)."""
+    orders, default_order, default_desc = AREA_ORDERS[area]
+    direction = (f"When absent, 1 (descending) if the jobs are ordered by {default_order}, else 0."
+                 if default_desc else "When absent, 0.")
     bound = f"Inclusive, of the value the listing is ordered by (surrounding spaces ignored): {_bound_text(orders)}."
     return [
         ref("parameters", "worker"),
@@ -575,9 +578,10 @@ def listing_parameters(orders: tuple[str, ...], default_order: str) -> list[Json
          "schema": {"type": "string", "enum": list(orders), "default": default_order},
          "description": f"What the jobs are ordered by. {EMPTY}"},
         {"name": "desc", "in": "query", "required": False,
-         "schema": {"type": "string", "pattern": _any_case(TRUE_WORDS + FALSE_WORDS), "default": "0"},
+         "schema": {"type": "string", "pattern": _any_case(TRUE_WORDS + FALSE_WORDS),
+                    "default": "1" if default_desc else "0"},
          "description": f"Descending order: one of {', '.join(TRUE_WORDS)} or {', '.join(FALSE_WORDS)}, in any case. "
-                        f"{EMPTY}"},
+                        f"{direction} {EMPTY}"},
         {"name": "min", "in": "query", "required": False, "schema": TEXT, "description": f"Lower bound. {bound}"},
         {"name": "max", "in": "query", "required": False, "schema": TEXT, "description": f"Upper bound. {bound}"},
         {"name": "limit", "in": "query", "required": False,
@@ -714,9 +718,9 @@ def paths() -> Json:
         f"{API}/dashboard": _get("api_dashboard", "Every worker's counters, the totals and Redis's", "Dashboard",
                                  "The dashboard's numbers."),
         f"{worker}/enqueued": _get("api_enqueued", "A page of the queued jobs", "JobPage", "The page.", 400, 404,
-                                   parameters=listing_parameters(ENQUEUED_ORDERS, "perform_in")),
+                                   parameters=listing_parameters("enqueued")),
         f"{worker}/morgue": _get("api_morgue", "A page of the dead jobs", "DeadJobPage", "The page.", 400, 404,
-                                 parameters=listing_parameters(MORGUE_ORDERS, "updated_at")),
+                                 parameters=listing_parameters("morgue")),
         f"{worker}/busy": _get("api_busy", "The jobs in processing", "BusyJobs", "The jobs.", 404,
                                parameters=[ref("parameters", "worker")]),
         f"{worker}/job": _get("api_job_by_query", "Where a job is, by an id in the query", "JobLookup",

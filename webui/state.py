@@ -1,14 +1,13 @@
 """Per-app state of the console, kept in ``app.extensions["lowkiq"]``, never on a module global.
 
 One process may serve several Flask apps (tests do), each with its own
-console and chart samples. Settings are not kept here: they are read from
+console. Settings are not kept here: they are read from
 ``app.config`` on every request (``settings()``).
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,16 +17,6 @@ from ..console import Console
 from .settings import ConsoleSettings, from_config
 
 EXTENSION = "lowkiq"
-# Chart: one sample per poll at most this often, and this many kept.
-SAMPLE_EVERY = 1.5
-SAMPLES_KEPT = 60
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    at: float
-    processed: int
-    failed: int
 
 
 @dataclass
@@ -41,7 +30,6 @@ class WebState:
     # The wall-clock minute this process last recorded the queues' history for; False once Redis refused it.
     history_minute: int = -1
     history_allowed: bool = True
-    samples: deque[Sample] = field(default_factory=lambda: deque(maxlen=SAMPLES_KEPT))
     _console: Console | None = None
     _console_of: tuple[int, float] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -66,13 +54,6 @@ class WebState:
                     self._console = Console.from_runtime(current, redis_timeout=redis_timeout)
                     self._console_of = built_for
         return self._console
-
-    def sample(self, at: float, processed: int, failed: int) -> list[Sample]:
-        """Record totals (at most every SAMPLE_EVERY s) and return the samples so far."""
-        with self._lock:
-            if not self.samples or at - self.samples[-1].at >= SAMPLE_EVERY:
-                self.samples.append(Sample(at, processed, failed))
-            return list(self.samples)
 
 
 def init_app(app: Flask) -> WebState:

@@ -14,12 +14,11 @@ from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
 from ..store import audit, history
 from ..store.confirmations import ConfirmationRefused
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
-from . import actor, chart, formatting, history_chart
+from . import actor, formatting, history_chart
 from .blueprint import bp
 from .http import PAGE_SIZES, flash_back, page
 from .http import back as back_to
-from .state import console, state
+from .state import console
 
 # A flash travels in a cookie, which browsers drop whole past 4 KB: a filter value is cut to this many
 # characters there (the audit log keeps it whole). Even two values of 4-byte characters, each quoted as
@@ -45,7 +44,6 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "held": sum(m.morgue_length for view, m in rows if view.info.holds_dead_ids),
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
-    samples = state().sample(now, int(totals["processed"]), int(totals["failed"]))
     history_chart.record(c, [m for _, m in rows], now)
     from ..console.servers import unserved
     from .stale import stale_workers
@@ -58,7 +56,6 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "broken": c.broken(),
         "totals": totals,
         "redis": redis_info,
-        "chart": chart.build(samples),
         "now": now,
         "source": c.source,
     }
@@ -101,10 +98,11 @@ def worker(worker: str) -> Response:
 def enqueued(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    args = listing.parse(request.args, ENQUEUED_ORDERS, default_order="perform_in", default_limit=PAGE_SIZES[0])
+    args = _listing_args("enqueued")
     # What the bulk buttons would touch is counted with the page, before the operator confirms.
     shown = listing.fetch(functools.partial(c.queries(view).enqueued, with_count=True), args)
-    return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=ENQUEUED_ORDERS, now=c.clock(),
+    return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=AREA_ORDERS["enqueued"].orders,
+                now=c.clock(),
                 matching=shown.matching or 0, filtered=bool(args.min or args.max))
 
 
@@ -112,12 +110,19 @@ def enqueued(worker: str) -> Response:
 def morgue(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=PAGE_SIZES[0])
+    args = _listing_args("morgue")
     # What "Requeue/Delete matching" would touch is counted with the page, before the operator confirms.
     shown = listing.fetch(functools.partial(c.queries(view).morgue, with_count=True), args)
     matching = shown.matching or 0
-    return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=MORGUE_ORDERS, now=c.clock(),
+    return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=AREA_ORDERS["morgue"].orders,
+                now=c.clock(),
                 matching=matching, filtered=bool(args.min or args.max))
+
+
+def _listing_args(area: str) -> listing.Listing:
+    """The listing a page of ``area`` asks for, in the area's default order when it names none."""
+    orders, default, desc = AREA_ORDERS[area]
+    return listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=PAGE_SIZES[0])
 
 
 # What each "matching" action reports: {jobs} is "3 dead jobs", "1 queued job", ...
@@ -160,7 +165,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     c = console()
     view = c.worker(worker)
     back = back_to(view)
-    orders, default = AREA_ORDERS[area]
+    orders, default, _ = AREA_ORDERS[area]
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
     bounds = {"min": args.min or None, "max": args.max or None}
     kind = "dead job" if area == "morgue" else "queued job"
@@ -308,6 +313,31 @@ def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], s
     count = op.run(c.actions(view), ids)
     actor.record(c, op, view, ids, count, source)
     return count
+
+
+# A queued job's own "Retry now", on its page: the store's perform now, for that one id. As safe with leases as
+# the other actions on ids: one short script on the id's shard that moves its perform_in in the queue to now,
+# and nothing else; a batch in processing, its shard's lease and fencing token are not touched, so the id still
+# runs only when the lease holder takes it (after the id's batch in processing, if any).
+RETRY_NOW = Operation("enqueued/perform_now", "perform_now", True, "{jobs} will run now.")
+
+
+@bp.post("/workers/<worker>/enqueued/retry_now")
+def retry_now(worker: str) -> BaseResponse:
+    c = console()
+    view = c.worker(worker)
+    back = back_to(view)
+    try:
+        job_id = formatting.form_id_decode(request.form.get("id", ""))
+    except ValueError as exc:
+        raise BadInput(f"id: {exc}") from None
+    if not job_id:
+        raise BadInput("retry now needs the id of one queued job")
+    count = run_operation(c, RETRY_NOW, view, [job_id], "console")
+    if count:
+        return flash_back(back, f"Job {formatting.clip(job_id, FLASH_FILTER_CHARS)} will run now.")
+    return flash_back(back, f"Job {formatting.clip(job_id, FLASH_FILTER_CHARS)} was already due, or is no longer "
+                            "queued: nothing changed.")
 
 
 def _register_actions() -> None:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 
@@ -38,6 +38,15 @@ from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..transport import Transport
 
+
+class AreaOrder(NamedTuple):
+    """An area's orders, the one used when none is asked for, and its direction."""
+
+    orders: tuple[str, ...]
+    default: str
+    desc: bool
+
+
 # Registry lookups are cached this long: the stats API is polled often and the
 # set of workers changes only on deploys.
 REGISTRY_TTL = 5.0
@@ -48,8 +57,10 @@ MATCHING_VERBS = {
     "morgue": {"requeue": "morgue_requeue", "delete": "morgue_delete"},
     "enqueued": {"delete": "delete", "kill": "kill", "perform_now": "perform_now"},
 }
-# Each area's orders, and the one a listing or filter of it uses when none is given.
-AREA_ORDERS = {"morgue": (MORGUE_ORDERS, "updated_at"), "enqueued": (ENQUEUED_ORDERS, "perform_in")}
+# Each area's orders, the one a listing or filter of it uses when none is given, and that order's direction:
+# the morgue opens newest first (what died last is what an operator looks for), the queue soonest due first.
+AREA_ORDERS = {"morgue": AreaOrder(MORGUE_ORDERS, "updated_at", desc=True),
+               "enqueued": AreaOrder(ENQUEUED_ORDERS, "perform_in", desc=False)}
 CONSOLE_POOL_SIZE = 10
 # The workers a console knows: the usable ones, and registry entries it cannot use.
 Known = tuple[list[WorkerInfo], list[BrokenEntry]]

@@ -50,12 +50,14 @@ class Listing:
         return replace(self, after=None, before=None)
 
 
-def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: str, default_limit: int) -> Listing:
-    """Raises BadInput saying which parameter is wrong."""
+def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: str, default_limit: int,
+          default_desc: bool = False) -> Listing:
+    """Raises BadInput saying which parameter is wrong. ``default_desc``: the direction of ``default_order`` when
+    desc is not given; another order without desc is ascending."""
     order_by = args.get("order_by") or default_order
     if order_by not in orders:
         raise BadInput(f"order_by must be one of {', '.join(orders)}, got {order_by!r}")
-    desc_text = args.get("desc") or "0"
+    desc_text = args.get("desc") or ("1" if default_desc and order_by == default_order else "0")
     try:
         desc = boolean(desc_text)
     except ValueError:
