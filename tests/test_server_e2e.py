@@ -148,12 +148,21 @@ def test_idle_server_stops_at_once_and_sigttin_dumps_every_thread(app, redis_url
 def test_by_node_over_two_processes_covers_every_shard_exactly_once(app, r, redis_url, tmp_path):
     recorder_ids = ids_per_shard(app.Recorder, 3)
     other_ids = [f"o{i}" for i in ids_per_shard(app.Other, 3)]
-    app.Recorder.perform_async([{"id": i} for i in recorder_ids])
-    app.Other.perform_async([{"id": i} for i in other_ids])
     env = {"APP_WORKERS": "Recorder,Other"}
     nodes = [start_server(tmp_path, redis_url, "--nodes", "2", "--node-number", str(n), "--threads", "2",
                           "--poll-interval", "0.1", env=env, name=f"node{n}") for n in range(2)]
+    every_shard = [f"Recorder{s}" for s in range(4)] + [f"Other{s}" for s in range(3)]
+    # Once settled, the leases follow the hint: each process holds its Lowkiq part (shards dealt
+    # round-robin to the two nodes), together every shard exactly once.
+    parts = {n.pid: set(every_shard[number::2]) for number, n in enumerate(nodes)}
+
+    def holdings():
+        return {m.pid: {f"{q}{i}" for q, indexes in m.shards.items() for i in indexes} for m in membership.live(r)}
+
     try:
+        wait_until(lambda: holdings() == parts, timeout=15)
+        app.Recorder.perform_async([{"id": i} for i in recorder_ids])
+        app.Other.perform_async([{"id": i} for i in other_ids])
         wait_until(lambda: len(performed_ids(tmp_path, "Recorder")) == len(recorder_ids)
                    and len(performed_ids(tmp_path, "Other")) == len(other_ids))
         owners: dict[str, set[int]] = {}
@@ -161,17 +170,10 @@ def test_by_node_over_two_processes_covers_every_shard_exactly_once(app, r, redi
             worker = app.WORKERS[rec["worker"]]
             for job_id in rec["batch"]:
                 owners.setdefault(f"{worker.__name__}{shard_of(job_id, worker.shards_count)}", set()).add(rec["pid"])
-        every_shard = [f"Recorder{s}" for s in range(4)] + [f"Other{s}" for s in range(3)]
         assert sorted(owners) == sorted(every_shard)
-        assert {pid for pids in owners.values() for pid in pids} == {n.pid for n in nodes}
-        # Once settled, the leases follow the hint: each process holds its Lowkiq part (shards dealt
-        # round-robin to the two nodes), together every shard exactly once.
-        parts = {n.pid: set(every_shard[number::2]) for number, n in enumerate(nodes)}
-
-        def holdings():
-            return {m.pid: {f"{q}{i}" for q, indexes in m.shards.items() for i in indexes} for m in membership.live(r)}
-
-        wait_until(lambda: holdings() == parts, timeout=10)
+        # each shard's jobs ran in the one process whose part it is
+        assert {shard: pids for shard, pids in owners.items()} == {
+            shard: {pid} for pid, part in parts.items() for shard in part}
         assert all(n.stop() == 0 for n in nodes)
     finally:
         for n in nodes:
@@ -188,3 +190,34 @@ def test_system_exit_in_perform_fails_the_batch_and_stops_the_process(app, r, re
         assert "SystemExit" in server.log()
     finally:
         server.kill()
+
+
+@pytest.mark.slow
+def test_a_lone_server_serves_at_its_first_heartbeat_and_a_leaving_one_is_taken_over_at_once(app, r, redis_url,
+                                                                                             tmp_path):
+    """Only arrivals wait for the membership to settle: a first view and a departure are acted on at once,
+    and a member that comes or leaves tells the others (Pub/Sub), so they do not wait for their next beat.
+    With settle and heartbeats of 10 s, anything that waited for them would miss these bounds."""
+    slow = {"APP_WORKERS": "Recorder", "LOWKIQ_SETTLE": "10", "LOWKIQ_HEARTBEAT_INTERVAL": "10",
+            "LOWKIQ_LEASE_TTL": "60"}
+    app.Recorder.perform_async([{"id": "first"}])
+    started = time.monotonic()
+    a = start_server(tmp_path, redis_url, "--poll-interval", "0.1", env=slow, name="a")
+    b = None
+    try:
+        wait_until(lambda: "first" in performed_ids(tmp_path, "Recorder"), timeout=8)
+        assert time.monotonic() - started < 8  # not after a settle of 10 s
+        b = start_server(tmp_path, redis_url, "--poll-interval", "0.1", env=slow, name="b")
+        wait_until(lambda: {m.pid for m in membership.live(r)} == {a.pid, b.pid}, timeout=8)
+        assert a.stop() == 0  # a graceful stop: its shards released, the others told
+        app.Recorder.perform_async([{"id": f"after{i}"} for i in range(20)])  # in every shard
+        left = time.monotonic()
+        wait_until(lambda: len([i for i in performed_ids(tmp_path, "Recorder") if i.startswith("after")]) == 20,
+                   timeout=8)
+        assert time.monotonic() - left < 8  # not after b's next heartbeat, 10 s away
+        assert {rec["pid"] for rec in records(tmp_path, "perform") if any(i.startswith("after") for i in rec["batch"])} \
+            == {b.pid}
+    finally:
+        a.kill()
+        if b is not None:
+            b.kill()

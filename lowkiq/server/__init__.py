@@ -124,7 +124,8 @@ class Server:
         log.info("server %s: %d threads for %d shards of %s, shared through leases with the other live servers",
                  self.keeper.member_id[:8], s.threads_per_node, sum(w.shards_count for w in s.workers),
                  ", ".join(w.__name__ for w in s.workers))
-        self.waker = Waker(self.runtime.new_client(1), self.processors, self.stop, s.poll_interval)
+        self.waker = Waker(self.runtime.new_client(1), self.processors, self.stop, s.poll_interval,
+                           on_members=self.keeper.wake.set)
         for p in self.processors:
             p.start()
         self.keeper.start()

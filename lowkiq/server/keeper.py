@@ -69,6 +69,11 @@ class Keeper:
         self.paused: frozenset[str] = frozenset()
         self.view: tuple[Any, ...] | None = None
         self.view_since = time.monotonic()
+        # Whether the last change of the membership brought a new member: only arrivals wait to settle (many
+        # servers starting together move shards once); a first view and departures are acted on at once.
+        self.arrived = False
+        # The next beat tells the other members at once (this process came, or begins to leave).
+        self.announce = True
         self.members: list[membership.Member] = []
         self.draining = False
         self.wake = threading.Event()
@@ -158,7 +163,7 @@ class Keeper:
         if self.draining:
             self.renew_due()
             return
-        if time.monotonic() - self.view_since >= self.settings.settle:
+        if not self.arrived or time.monotonic() - self.view_since >= self.settings.settle:
             self.rebalance()
         elif self.paused & self.desired_queues():
             # A pause does not wait for the membership to settle: stop serving now.
@@ -178,7 +183,8 @@ class Keeper:
     def beat(self) -> None:
         ttl_ms = leases.ttl_ms(self.settings.lease_ttl)
         sent = time.monotonic()
-        reply = self.wire.call(*membership.beat_call(self.member_id, ttl_ms, self.record(ttl_ms)))
+        reply = self.wire.call(*membership.beat_call(self.member_id, ttl_ms, self.record(ttl_ms), announce=self.announce))
+        self.announce = False
         now_ms, members = membership.members_of(reply)
         self.redis_clock.observe(now_ms / 1000, sent, time.monotonic())
         if self.ticker is not None:
@@ -196,6 +202,8 @@ class Keeper:
             self.paused = frozenset(paused)
         view = tuple(sorted((m.id, m.state, m.threads, m.queues, m.hint, m.stable_name) for m in members))
         if view != self.view:
+            before = {member[0] for member in self.view or ()}
+            self.arrived = self.view is not None and bool({member[0] for member in view} - before)
             self.view, self.view_since = view, time.monotonic()
             self.warn_about_twins(members)
 
@@ -343,6 +351,7 @@ class Keeper:
     def drain(self) -> None:
         """Tell the other processes this one is leaving, so they plan to take its shards over."""
         self.draining = True
+        self.announce = True
         self.wake.set()
 
     def leave(self, keep: Sequence[Lease] = ()) -> None:

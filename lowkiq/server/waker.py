@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import redis
 
 from ..store.keys import WAKE_CHANNEL
+from ..store.membership import MEMBERS_MESSAGE
 
 if TYPE_CHECKING:
     from ..transport import Transport
@@ -34,9 +36,11 @@ MAX_BACKOFF = 10.0
 
 class Waker:
     def __init__(self, transport: Transport, processors: list[Processor], stop: threading.Event,
-                 poll_interval: float) -> None:
+                 poll_interval: float, on_members: Callable[[], None] | None = None) -> None:
         self.transport = transport
         self.processors = processors
+        # A member came, began to leave or left: the keeper beats now, not up to a heartbeat later.
+        self.on_members = on_members
         self.stop = stop
         self.poll_interval = poll_interval
         self.subscribed = threading.Event()  # listening now (for tests and the log)
@@ -84,6 +88,10 @@ class Waker:
 
     def _wake(self, data: bytes | str) -> None:
         text = data.decode() if isinstance(data, bytes) else data
+        if text == MEMBERS_MESSAGE:
+            if self.on_members is not None:
+                self.on_members()
+            return
         queue_name, _, shard = text.rpartition(":")
         if not shard.isdigit():
             return

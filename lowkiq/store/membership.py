@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .keys import MemberKeys
+from .keys import WAKE_CHANNEL, MemberKeys
 
 MEMBER_KEYS = MemberKeys()
 RUNNING, DRAINING = "running", "draining"
@@ -107,12 +107,17 @@ def parse(member_id: str, raw: bytes | str | None, expires_ms: float) -> Member 
         return None
 
 
-def beat_call(member_id: str, ttl_ms: int, record: str) -> tuple[str, MemberKeys, tuple[Any, ...]]:
-    return ("member_beat", MEMBER_KEYS, (member_id, ttl_ms, record))
+# Published on WAKE_CHANNEL when a member comes, begins to leave or leaves: the others beat at once.
+MEMBERS_MESSAGE = "members"
+
+
+def beat_call(member_id: str, ttl_ms: int, record: str, *,
+              announce: bool = False) -> tuple[str, MemberKeys, tuple[Any, ...]]:
+    return ("member_beat", MEMBER_KEYS, (member_id, ttl_ms, record, WAKE_CHANNEL if announce else ""))
 
 
 def leave_call(member_id: str) -> tuple[str, MemberKeys, tuple[Any, ...]]:
-    return ("member_leave", MEMBER_KEYS, (member_id,))
+    return ("member_leave", MEMBER_KEYS, (member_id, WAKE_CHANNEL))
 
 
 def members_of(reply: Sequence[Any]) -> tuple[int, list[Member]]:

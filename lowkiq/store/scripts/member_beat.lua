@@ -1,7 +1,8 @@
 -- A server process's heartbeat: it stays a member for ``ttl`` more ms; members whose
 -- heartbeat expired are removed. KEYS are MemberKeys.all(): the members zset, the info hash,
 -- the paused queues.
--- ARGV[1] = member id, ARGV[2] = ttl in ms, ARGV[3] = its info (JSON)
+-- ARGV[1] = member id, ARGV[2] = ttl in ms, ARGV[3] = its info (JSON), ARGV[4] = a Pub/Sub channel to
+-- tell the other members that the membership changed (a member came, or began to leave), or ''
 -- Returns {now_ms, {member id, ...}, {info, ...}, {expiry ms, ...}, {paused queue name, ...}}: the live
 -- members, by id, and the queues they must not take jobs from.
 local members, infos = KEYS[1], KEYS[2]
@@ -13,6 +14,7 @@ if #dead > 0 then
   redis.call('ZREM', members, unpack(dead))
   redis.call('HDEL', infos, unpack(dead))
 end
+if ARGV[4] and ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], 'members') end
 local live = redis.call('ZRANGE', members, 0, -1, 'WITHSCORES')
 local ids, expiries = {}, {}
 for i = 1, #live, 2 do
