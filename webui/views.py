@@ -102,8 +102,7 @@ def enqueued(worker: str) -> Response:
     # What the bulk buttons would touch is counted with the page, before the operator confirms.
     shown = listing.fetch(functools.partial(c.queries(view).enqueued, with_count=True), args)
     return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=AREA_ORDERS["enqueued"].orders,
-                now=c.clock(),
-                matching=shown.matching or 0, filtered=bool(args.min or args.max))
+                now=c.clock(), matching=shown.matching or 0, filtered=bool(args.min or args.max))
 
 
 @bp.get("/workers/<worker>/morgue")
@@ -115,8 +114,7 @@ def morgue(worker: str) -> Response:
     shown = listing.fetch(functools.partial(c.queries(view).morgue, with_count=True), args)
     matching = shown.matching or 0
     return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=AREA_ORDERS["morgue"].orders,
-                now=c.clock(),
-                matching=matching, filtered=bool(args.min or args.max))
+                now=c.clock(), matching=matching, filtered=bool(args.min or args.max))
 
 
 def _listing_args(area: str) -> listing.Listing:
