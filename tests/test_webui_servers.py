@@ -49,7 +49,9 @@ def test_live_servers_their_shards_and_their_disappearance(app_module, client, r
         def settled():
             found = servers(client)
             held = sorted(i for s in found for i in s["shards"].get("Recorder", []))
-            return found if len(found) == 2 and held == list(range(4)) else None
+            # balanced: the first server serves at its first beat, and hands half back once the second settles
+            balanced = all(len(s["shards"].get("Recorder", [])) == 2 for s in found)
+            return found if len(found) == 2 and held == list(range(4)) and balanced else None
 
         found = wait_until(settled, timeout=15)
         assert {s["pid"] for s in found} == {first.pid, second.pid}
