@@ -289,9 +289,19 @@ def human_bytes(n: float) -> str:
 
 
 def hold(queue: Any, shard: int, member: str, ttl: float) -> Any:
-    """Shard ``shard``'s lease of ``queue``'s worker for ``member``, as a server acquires it (its holdings)."""
+    """Shard ``shard``'s lease of ``queue``'s worker for ``member``, as a server acquires it (its holdings).
+
+    Code from before ``lowkiq.server.holdings`` (``python -m bench.versus --before REV``) took a lease
+    with ``queue.acquire``; that is used when the holdings are missing.
+    """
     import lowkiq
-    from lowkiq.server.holdings import Holdings
+    try:
+        from lowkiq.server.holdings import Holdings
+    except ModuleNotFoundError:
+        lease = queue.acquire(shard, member, ttl=ttl)
+        if type(lease).__name__ != "Lease":
+            raise RuntimeError(f"shard {shard} of {queue.worker.__name__} is held by another process: {lease}") from None
+        return lease
     from lowkiq.store import lua
     from lowkiq.store.leases import Lease
     from lowkiq.worker import Shard

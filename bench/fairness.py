@@ -4,7 +4,9 @@ The same store-level workload three ways in one run, on a private redis-server: 
 them with ack_and_take (batch 10, one thread: the server's hot path without a perform): Lowkiq's shape
 (no groups), the same with 100 groups, and the same with one group. Rounds alternate, and the median is
 reported. Redis CPU per job is INFO commandstats' usec of EVALSHA over the jobs; round trips per batch are
-EVALSHA calls of the drain over its batches.
+EVALSHA calls of the drain over its batches. ``python -m bench.versus`` runs ``one_run`` on two versions of
+the code (``--workload fairness-plain``) and also reports the push's and the drain's share of that Redis CPU
+and the commands Redis runs per batch of the drain, those inside the script included.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def evalsha(client: Any) -> tuple[int, int]:
     return int(stats["calls"]), int(stats["usec"])
 
 
+def commands(client: Any) -> int:
+    """Commands Redis has run, those inside scripts included."""
+    return int(client.info("stats")["total_commands_processed"])
+
+
 def one_run(client: Any, jobs: int, groups: int) -> dict[str, float]:
     client.flushall()
     queue = lowkiq.current().queue(Fair)
@@ -50,7 +57,8 @@ def one_run(client: Any, jobs: int, groups: int) -> dict[str, float]:
     for i in range(0, jobs, 1000):
         Fair.perform_async(batch[i : i + 1000])
     pushed = time.perf_counter()
-    calls_before, _ = evalsha(client)
+    calls_before, usec_before = evalsha(client)
+    commands_before = commands(client)
     batches = done = 0
     for lease in leases:
         acked: list[str] = []
@@ -63,10 +71,13 @@ def one_run(client: Any, jobs: int, groups: int) -> dict[str, float]:
             if not acked:
                 break
     drained = time.perf_counter()
+    commands_drain = commands(client) - commands_before - 1  # less the INFO that read commands_before
     calls, usec = evalsha(client)
     assert done == jobs, (done, jobs)
     return {"push_per_s": jobs / (pushed - started), "drain_per_s": jobs / (drained - pushed),
-            "usec_per_job": usec / jobs, "scripts_per_batch": (calls - calls_before) / batches}
+            "usec_per_job": usec / jobs, "scripts_per_batch": (calls - calls_before) / batches,
+            "push_usec_per_job": usec_before / jobs, "drain_usec_per_job": (usec - usec_before) / jobs,
+            "commands_per_batch": commands_drain / batches}
 
 
 def main() -> None:
