@@ -30,7 +30,8 @@ def drain(url: str, mode: str, jobs: int) -> float:
     isolation, limit = MODES[mode]
     client = redis.Redis.from_url(url)
     client.flushall()
-    worker = type("IsolationBench", (lowkiq.Worker,), {"shards_count": 8, "__module__": __name__})
+    worker = type("IsolationBench", (lowkiq.Worker,), {"shards_count": 8, "__module__": __name__,
+                                                        "perform": lambda self, payloads_by_id: None})
     lowkiq.configure(redis_url=url, workers=[worker])
     for start in range(0, jobs, 2000):
         worker.perform_async([{"id": str(i), "payload": i} for i in range(start, min(jobs, start + 2000))])

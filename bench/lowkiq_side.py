@@ -18,7 +18,7 @@ from .profiling import Profile, SpyRecorder
 def blank_worker(shards_count: int, batch_size: int) -> type[lowkiq.Worker]:
     """The bench process's twin of ``bench/apps/blank.py``: same name, same shards."""
     return type("BlankWorker", (lowkiq.Worker,), {"shards_count": shards_count, "batch_size": batch_size,
-                                                  "__module__": __name__})
+                                                  "__module__": __name__, "perform": lambda self, payloads_by_id: None})
 
 
 def enqueue_blank(worker: type[lowkiq.Worker], jobs: int, slice_size: int) -> float:

@@ -17,7 +17,8 @@ from lowkiq.store import lua
 
 def measure(url: str, client, jobs: int, batch: int) -> dict[str, float]:
     client.flushall()
-    worker = type("CostWorker", (lowkiq.Worker,), {"shards_count": 1, "batch_size": batch, "__module__": __name__})
+    worker = type("CostWorker", (lowkiq.Worker,), {"shards_count": 1, "batch_size": batch, "__module__": __name__,
+                                                   "perform": lambda self, payloads_by_id: None})
     runtime = lowkiq.configure(workers=[worker], redis_url=url)
     try:
         for start in range(0, jobs, 10_000):

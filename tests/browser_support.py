@@ -149,5 +149,26 @@ def page(console: str):
         assert errors == []
 
 
+@pytest.fixture
+def chromium():
+    """Debian's Chromium, headless, driven by Playwright (never a downloaded browser)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield browser
+        browser.close()
+
+
+def open_page(chromium, **context):
+    """A page in a new context, with the list its console errors and page errors go to."""
+    page = chromium.new_context(**context).new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page, errors
+
+
 def number(text: str) -> int:
     return int(re.sub(r"[^\d]", "", text))

@@ -6,6 +6,7 @@ from typing import Any
 
 import lowkiq
 from lowkiq.jobs import Job
+from lowkiq.runtime import Runtime
 from lowkiq.server.holdings import Holdings
 from lowkiq.store import lua
 from lowkiq.store.leases import Held, Lease, LeaseRefused
@@ -32,11 +33,13 @@ def actions(worker: type[lowkiq.Worker] = OrdersWorker):
     return lowkiq.current().actions(worker)
 
 
-def acquire(q, shard: int, member: str, *, ttl: float = 60, crash_limit: int | None = None) -> Lease | Held:
-    """Shard ``shard``'s lease for ``member``, or who holds it: through a server's own path (its holdings)."""
+def acquire(q, shard: int, member: str, *, ttl: float = 60, crash_limit: int | None = None,
+            runtime: Runtime | None = None) -> Lease | Held:
+    """Shard ``shard``'s lease for ``member``, or who holds it: through a server's own path (its holdings), of
+    ``runtime`` (default: the configured one)."""
     wire = lua.Wire(q.client)
     try:
-        [got] = Holdings(lowkiq.current(), member).acquire(wire, [Shard(q.worker, shard)], ttl=ttl,
+        [got] = Holdings(runtime or lowkiq.current(), member).acquire(wire, [Shard(q.worker, shard)], ttl=ttl,
                                                            crash_limit=crash_limit)
     finally:
         wire.close()
@@ -57,9 +60,9 @@ def restore(q, lease: Lease) -> int:
     return restored
 
 
-def lease(q, shard: int, member: str = "tests") -> Lease:
+def lease(q, shard: int, member: str = "tests", runtime: Runtime | None = None) -> Lease:
     """The shard's lease for ``member``: every write to a processing area needs it."""
-    got = acquire(q, shard, member)
+    got = acquire(q, shard, member, runtime=runtime)
     assert isinstance(got, Lease), f"shard {shard} is held: {got}"
     return got
 
@@ -67,12 +70,12 @@ def lease(q, shard: int, member: str = "tests") -> Lease:
 _HELD: dict[tuple[str, int], Lease] = {}
 
 
-def held_lease(q, shard: int) -> Lease:
+def held_lease(q, shard: int, runtime: Runtime | None = None) -> Lease:
     """This test's lease of the shard, taken once and reused as a server thread does (Redis is
     flushed between tests: a grant Redis no longer knows is replaced)."""
     current = _HELD.get((q.keys.queue_name, shard))
     if current is None or q.client.hget(current.keys.lease_hash, "grant") != current.grant.encode():
-        current = _HELD[(q.keys.queue_name, shard)] = lease(q, shard)
+        current = _HELD[(q.keys.queue_name, shard)] = lease(q, shard, runtime=runtime)
     return current
 
 

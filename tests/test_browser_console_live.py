@@ -9,7 +9,7 @@ import time
 
 import pytest
 import redis as redis_py
-from browser_support import CHROMIUM, DeadWorker, SlowWorker
+from browser_support import DeadWorker, SlowWorker, open_page
 from queue_support import held_lease
 
 from lowkiq.store.history import HistoryKeys
@@ -18,25 +18,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1400, "height": 900}
-
-
-@pytest.fixture
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM,
-                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
-
-
-def open_page(chromium, **context):
-    page = chromium.new_context(**context).new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return page, errors
 
 
 def test_the_busy_page_shows_a_job_that_starts_without_a_reload(chromium, console, seeded):

@@ -8,31 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM
+from browser_support import open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PHONE = {"width": 390, "height": 844}
-
-
-@pytest.fixture
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM,
-                                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield browser
-        browser.close()
-
-
-def open_page(chromium, **context):
-    page = chromium.new_context(**context).new_page()
-    errors: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return page, errors
 
 
 def wider_than_the_screen(page) -> list[str]:

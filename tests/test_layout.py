@@ -74,7 +74,7 @@ def test_change_layout_waits_for_an_empty_queue_then_lets_the_new_count_in(tmp_p
         layout.change(five.client, SixShards)
     q = five.queue(FiveShards)
     for shard in range(5):  # drained by a server: taken, then acknowledged
-        lease = held_lease(q, shard)
+        lease = held_lease(q, shard, runtime=five)
         taken = q.ack_and_take(None, (lease, 100))
         q.ack_and_take((lease, [job.id for job in taken.jobs]), None)
     assert layout.jobs_held(five.client, QueueKeys("orders", 5)) == 0

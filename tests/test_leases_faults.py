@@ -39,8 +39,11 @@ def holdings(r) -> dict[int, set[int]]:
 
 
 def settled(r, pids: set[int], shards: int) -> bool:
+    """Every shard held once, by ``pids``, each serving some: the first server serves them all from its first
+    beat, until the others have settled in."""
     held = holdings(r)
-    return set(held) == pids and sorted(s for part in held.values() for s in part) == list(range(shards))
+    return (set(held) == pids and all(held.values())
+            and sorted(s for part in held.values() for s in part) == list(range(shards)))
 
 
 def drain(r, worker, enqueued, tmp, timeout: float = 30.0) -> None:

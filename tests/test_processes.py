@@ -39,8 +39,9 @@ def serving(r) -> dict[int, set[int]]:
 
 
 def covered_by(r, pids: set[int], shards: int) -> bool:
+    """Every shard served once, by ``pids``, each serving some (the first to start serves them all at first)."""
     held = serving(r)
-    return set(held) == pids and sorted(s for part in held.values() for s in part) == list(range(shards))
+    return set(held) == pids and all(held.values()) and sorted(s for part in held.values() for s in part) == list(range(shards))
 
 
 def wait_covered(r, parent, pids: set[int], shards: int, timeout: float) -> None:

@@ -180,7 +180,8 @@ def exactly_once_across_servers(tmp: Path, url: str, r: redis.Redis) -> None:
     ticks = assert_each_tick_once(tmp, 2)
     # Every tick of the run came, from the first on: none was left out at the start or the end.
     assert ticks[0] <= started + 4 and ticks[-1] >= ended - 2, (started, ticks, ended)
-    assert len(ticks) >= 8
+    # the restarts and the kill spanned at least 10.5 s: every 2 s tick of it came, none twice
+    assert len(ticks) >= 5 and ended - started >= 10.5
 
 
 @pytest.mark.slow

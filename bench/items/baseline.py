@@ -47,7 +47,8 @@ SCRIPT_COMMANDS = ("evalsha", "evalsha_ro", "eval", "eval_ro")
 ENQUEUE = """
 import sys, time, lowkiq
 url, jobs, size, shards, batch = sys.argv[1], *map(int, sys.argv[2:])
-worker = type("BlankWorker", (lowkiq.Worker,), {"shards_count": shards, "batch_size": batch})
+worker = type("BlankWorker", (lowkiq.Worker,), {"shards_count": shards, "batch_size": batch,
+                                               "perform": lambda self, payloads_by_id: None})
 runtime = lowkiq.configure(workers=[worker], redis_url=url)
 started = time.perf_counter()
 for start in range(0, jobs, size):

@@ -39,7 +39,8 @@ ERROR = b"RuntimeError: the payment provider timed out (seeded by the benchmark)
 
 
 def console_workers(count: int, shards: int) -> list[type[lowkiq.Worker]]:
-    return [type(f"ConsoleWorker{n:02d}", (lowkiq.Worker,), {"shards_count": shards, "__module__": __name__})
+    return [type(f"ConsoleWorker{n:02d}", (lowkiq.Worker,), {"shards_count": shards, "__module__": __name__,
+                                                              "perform": lambda self, payloads_by_id: None})
             for n in range(count)]
 
 

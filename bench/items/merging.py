@@ -27,7 +27,8 @@ from ..redis_server import RedisServer
 
 def merge_worker() -> type[lowkiq.Worker]:
     """The bench process's twin of ``bench/apps/merging.py``."""
-    return type("MergeWorker", (lowkiq.Worker,), {"shards_count": 5, "batch_size": 1, "__module__": __name__})
+    return type("MergeWorker", (lowkiq.Worker,), {"shards_count": 5, "batch_size": 1, "__module__": __name__,
+                                                  "perform": lambda self, payloads_by_id: None})
 
 
 def run(sizes: Sizes, options: Options) -> ItemResult:
