@@ -11,7 +11,7 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import AREA_ORDERS, Console, WorkerView, listing
 from ..console.listing import BadInput
-from ..console.operations import BY_ENDPOINT, MAX_IDS, OPERATIONS, Operation
+from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, Operation
 from ..store import audit, history
 from ..store.confirmations import ConfirmationRefused
 from . import actor, formatting, history_chart
@@ -123,16 +123,6 @@ def _listing_args(area: str) -> listing.Listing:
     return listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=PAGE_SIZES[0])
 
 
-# What each "matching" action reports: {jobs} is "3 dead jobs", "1 queued job", ...
-MATCHING_DONE = {
-    ("morgue", "requeue"): "Requeued {jobs}",
-    ("morgue", "delete"): "Deleted {jobs}",
-    ("enqueued", "delete"): "Deleted {jobs}",
-    ("enqueued", "kill"): "Moved {jobs} to the morgue",
-    ("enqueued", "perform_now"): "Made {jobs} ready now",
-}
-
-
 @bp.post("/workers/<worker>/morgue/<verb>_matching")
 def morgue_matching(worker: str, verb: str) -> BaseResponse:
     """Requeue or delete every dead job the filter shown matches (all of them without one), in chunks."""
@@ -145,20 +135,11 @@ def enqueued_matching(worker: str, verb: str) -> BaseResponse:
     return _matching(worker, "enqueued", verb)
 
 
-# What each "matching" action asks before it acts: {jobs} as above.
-MATCHING_ASK = {
-    ("morgue", "requeue"): "Requeue {jobs}",
-    ("morgue", "delete"): "Delete {jobs} for good",
-    ("enqueued", "delete"): "Delete {jobs} for good",
-    ("enqueued", "kill"): "Move {jobs} to the morgue",
-    ("enqueued", "perform_now"): "Make {jobs} ready now (those already due stay as they are)",
-}
-
-
 def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     """Without ``confirm``: count what the filter matches now and ask, on a page of its own, to act on
     exactly those (the dry run). With the token that page carries: act on the jobs counted."""
-    if (area, verb) not in MATCHING_DONE:
+    operation = MATCHING_BY_VERB.get((area, verb))
+    if operation is None:
         abort(404)
     c = console()
     view = c.worker(worker)
@@ -172,7 +153,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
         pending = c.count_matching(view, area, verb, args.order_by, **bounds)
         if not pending.count:
             return flash_back(back, f"No {kind} matches now ({filter_text(args, FLASH_FILTER_CHARS)}): nothing done.")
-        ask = MATCHING_ASK[area, verb].format(jobs=formatting.plural(pending.count, kind))
+        ask = operation.ask.format(jobs=formatting.plural(pending.count, kind))
         return page("lowkiq/confirm.html", view=view, tab="", ask=ask, pending=pending, back=back,
                     scope=filter_text(args), fields=args.first_page().args(),
                     action=url_for(f".{area}_matching", worker=view.name, verb=verb))
@@ -183,7 +164,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
                  count=done.touched, scope=filter_text(args))
     jobs = formatting.plural(done.touched, kind)
-    message = f"{MATCHING_DONE[area, verb].format(jobs=jobs)} ({filter_text(args, FLASH_FILTER_CHARS)})."
+    message = f"{operation.done.format(jobs=jobs)} ({filter_text(args, FLASH_FILTER_CHARS)})."
     if done.skipped:
         message += (f" {done.skipped:,} of the {done.counted:,} counted no longer matched "
                     f"(performed, moved or changed since the count) and were left alone.")

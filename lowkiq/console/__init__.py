@@ -37,6 +37,7 @@ from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, Qu
 from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..transport import Transport
+from .operations import MATCHING
 
 
 class AreaOrder(NamedTuple):
@@ -52,11 +53,9 @@ class AreaOrder(NamedTuple):
 REGISTRY_TTL = 5.0
 # Ids per requeue/delete script of a "matching" action: each script stays short, however many match.
 MATCHING_CHUNK = 1000
-# What a "matching" action may do, by area and verb: the Actions method it runs on each chunk.
-MATCHING_VERBS = {
-    "morgue": {"requeue": "morgue_requeue", "delete": "morgue_delete"},
-    "enqueued": {"delete": "delete", "kill": "kill", "perform_now": "perform_now"},
-}
+# What a "matching" action may do, by area and verb: the Actions method it runs on each chunk (read from
+# the one table of operator actions).
+MATCHING_VERBS = {area: {op.verb: op.method for op in MATCHING if op.area == area} for area in ("morgue", "enqueued")}
 # Each area's orders, the one a listing or filter of it uses when none is given, and that order's direction:
 # the morgue opens newest first (what died last is what an operator looks for), the queue soonest due first.
 AREA_ORDERS = {"morgue": AreaOrder(MORGUE_ORDERS, "updated_at", desc=True),

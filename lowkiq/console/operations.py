@@ -1,6 +1,9 @@
-"""Operators' actions on one worker's queue, as the pages and the API offer them.
+"""Operators' actions on one worker's queue, as the pages, the API and the CLI offer them: one table.
 
-Each maps a URL path to an ``Actions`` method and says what it did, with a count.
+``OPERATIONS`` act on the ids an operator selected, or on a whole area; each maps a URL path to an
+``Actions`` method and says what it did, with a count. ``MATCHING`` act on the jobs a filter matches,
+in two steps (count and ask, then act on exactly the jobs counted): each names its area and verb, the
+``Actions`` method run on each chunk, what it asks and what it says it did.
 """
 
 from __future__ import annotations
@@ -46,3 +49,23 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("delete_failed", "delete_failed", False, "Deleted {jobs} that had failed."),
 )
 BY_ENDPOINT = {op.endpoint: op for op in OPERATIONS}
+
+
+@dataclass(frozen=True)
+class MatchingOperation:
+    area: str  # "morgue" or "enqueued": the jobs the filter looks at
+    verb: str  # in URLs, the API's "action" and the CLI
+    method: str  # of lowkiq.store.actions.Actions, run on each chunk of the ids counted
+    ask: str  # what the confirmation asks, {jobs} replaced ("3 dead jobs")
+    done: str  # what happened, {jobs} replaced
+
+
+MATCHING: tuple[MatchingOperation, ...] = (
+    MatchingOperation("morgue", "requeue", "morgue_requeue", "Requeue {jobs}", "Requeued {jobs}"),
+    MatchingOperation("morgue", "delete", "morgue_delete", "Delete {jobs} for good", "Deleted {jobs}"),
+    MatchingOperation("enqueued", "delete", "delete", "Delete {jobs} for good", "Deleted {jobs}"),
+    MatchingOperation("enqueued", "kill", "kill", "Move {jobs} to the morgue", "Moved {jobs} to the morgue"),
+    MatchingOperation("enqueued", "perform_now", "perform_now",
+                      "Make {jobs} ready now (those already due stay as they are)", "Made {jobs} ready now"),
+)
+MATCHING_BY_VERB = {(op.area, op.verb): op for op in MATCHING}
