@@ -30,127 +30,132 @@ local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
 acknowledge(6, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1)
 
--- Each take advances the shard's turn by at least this much, so the group just served sorts after
--- every group already waiting.
-local STEP = 1e-6
-
--- The default group's oldest id: the first of K_READY that is not in K_GREADY. K_GREADY is K_READY's
--- grouped part in the same order, so K_READY[i] == K_GREADY[i] exactly when the first i + 1 ids of
--- K_READY are all grouped: a galloping search, O(log^2 n) however many grouped ids come first.
-local function default_head()
-  local function differ(i)
-    local r = redis.call('ZRANGE', K_READY, i, i)[1]
-    if not r then return nil end
-    return r ~= redis.call('ZRANGE', K_GREADY, i, i)[1]
-  end
-  local found = differ(0)
-  if found == nil then return nil end
-  if found then return redis.call('ZRANGE', K_READY, 0, 0)[1] end
-  local lo, hi = 0, 1
-  while true do
-    found = differ(hi)
-    if found == nil then
-      -- past the end: the last id is the default group's unless every queued id is grouped
-      local n = redis.call('ZCARD', K_READY)
-      if n == redis.call('ZCARD', K_GREADY) then return nil end
-      hi = n - 1
-      break
-    end
-    if found then break end
-    lo, hi = hi, 2 * hi + 1
-  end
-  while hi - lo > 1 do
-    local mid = math.floor((lo + hi) / 2)
-    if differ(mid) then hi = mid else lo = mid end
-  end
-  return redis.call('ZRANGE', K_READY, hi, hi)[1]
-end
-
--- A group's oldest queued id and its perform_in (as Redis wrote it), or nil when it has none.
-local function group_head(group)
-  local id
-  if group == '' then
-    id = default_head()
-  else
-    local prefix = group_prefix(group)
-    local first = redis.call('ZRANGEBYLEX', K_GLEX, '[' .. prefix, '(' .. prefix .. '\255\255', 'LIMIT', 0, 1)[1]
-    if first then id = string.sub(first, #prefix + 9) end
-  end
-  if not id then return nil end
-  return id, redis.call('ZSCORE', K_READY, id)
-end
-
--- The group at rank ``rank`` of K_GROUPS with its true score, its head id and that id's perform_in,
--- after correcting low scores on the way (each correction moves a group back, once); nil when none.
-local function group_at(rank, budget)
-  while budget > 0 do
-    budget = budget - 1
-    local top = redis.call('ZRANGE', K_GROUPS, rank, rank, 'WITHSCORES')
-    if #top == 0 then return nil end
-    local group, score = top[1], tonumber(top[2])
-    local id, perform_in = group_head(group)
-    if not id then
-      redis.call('ZREM', K_GROUPS, group)
-      redis.call('HDEL', K_GTURNS, group)
-    else
-      local at = tonumber(perform_in)
-      local turn = redis.call('HGET', K_GTURNS, group)
-      if turn then at = math.max(at, tonumber(turn)) end
-      if at <= score then return group, score, id, perform_in end
-      redis.call('ZADD', K_GROUPS, num(at), group)
-    end
-  end
-  return nil
-end
-
--- Up to ``want`` due ids, one per turn: the group with the lowest score goes, then sorts last.
--- Returns {id, perform_in, ...} as ZRANGEBYSCORE WITHSCORES would; the ids have left K_READY already.
-local function fair_take(want)
-  local ready = {}
-  local last = tonumber(redis.call('HGET', K_GTURNS, LAST_TURN) or 0)
-  local skip, budget = 0, 4 * want + 16 + nblocked
-  while #ready < 2 * want and budget > 0 do
-    budget = budget - 1
-    local group, _, id, perform_in = group_at(skip, 8)
-    if not group then break end
-    if blocked and blocked[group] then
-      skip = skip + 1  -- at its limit: it keeps its place, the next group goes
-    elseif tonumber(perform_in) > now then
-      skip = skip + 1  -- its turn came, its job did not: the next group may be due
-    else
-      ready[#ready + 1] = id
-      ready[#ready + 1] = perform_in
-      if group ~= '' then group_drop(id, group) end
-      redis.call('ZREM', K_READY, id)
-      last = math.max(now, last) + STEP
-      redis.call('HSET', K_GTURNS, group, num(last), LAST_TURN, num(last))
-      redis.call('ZADD', K_GROUPS, num(last), group)
-    end
-  end
-  return ready
-end
-
--- Where the shard stands in its thread's scheduler: the next group's score, or now when it is due
--- (the turn only orders groups; a shard whose next group waits longest goes first).
--- Groups at their limit are passed over: the server knows when they may go again.
-local function fair_head()
-  for rank = 0, nblocked do
-    local group, score, _, perform_in = group_at(rank, 16)
-    if not group then return nil end
-    if not (blocked and blocked[group]) then
-      if tonumber(perform_in) <= now then score = math.min(score, now) end
-      return num(score)
-    end
-  end
-  return nil
-end
-
 local fair = false
 if rare and redis.call('EXISTS', K_GROUPS) == 1 then
   if redis.call('EXISTS', K_GREADY) == 1 then
     fair = true
   else
     redis.call('DEL', K_GROUPS, K_GTURNS)  -- no grouped id left: Lowkiq's order again
+  end
+end
+
+-- The rotation across groups, defined only for a shard that holds groups: Redis runs the whole chunk on
+-- every call, and each local function is a closure built per call.
+local fair_take, fair_head
+if fair then
+  -- Each take advances the shard's turn by at least this much, so the group just served sorts after
+  -- every group already waiting.
+  local STEP = 1e-6
+
+  -- The default group's oldest id: the first of K_READY that is not in K_GREADY. K_GREADY is K_READY's
+  -- grouped part in the same order, so K_READY[i] == K_GREADY[i] exactly when the first i + 1 ids of
+  -- K_READY are all grouped: a galloping search, O(log^2 n) however many grouped ids come first.
+  local function default_head()
+    local function differ(i)
+      local r = redis.call('ZRANGE', K_READY, i, i)[1]
+      if not r then return nil end
+      return r ~= redis.call('ZRANGE', K_GREADY, i, i)[1]
+    end
+    local found = differ(0)
+    if found == nil then return nil end
+    if found then return redis.call('ZRANGE', K_READY, 0, 0)[1] end
+    local lo, hi = 0, 1
+    while true do
+      found = differ(hi)
+      if found == nil then
+        -- past the end: the last id is the default group's unless every queued id is grouped
+        local n = redis.call('ZCARD', K_READY)
+        if n == redis.call('ZCARD', K_GREADY) then return nil end
+        hi = n - 1
+        break
+      end
+      if found then break end
+      lo, hi = hi, 2 * hi + 1
+    end
+    while hi - lo > 1 do
+      local mid = math.floor((lo + hi) / 2)
+      if differ(mid) then hi = mid else lo = mid end
+    end
+    return redis.call('ZRANGE', K_READY, hi, hi)[1]
+  end
+
+  -- A group's oldest queued id and its perform_in (as Redis wrote it), or nil when it has none.
+  local function group_head(group)
+    local id
+    if group == '' then
+      id = default_head()
+    else
+      local prefix = group_prefix(group)
+      local first = redis.call('ZRANGEBYLEX', K_GLEX, '[' .. prefix, '(' .. prefix .. '\255\255', 'LIMIT', 0, 1)[1]
+      if first then id = string.sub(first, #prefix + 9) end
+    end
+    if not id then return nil end
+    return id, redis.call('ZSCORE', K_READY, id)
+  end
+
+  -- The group at rank ``rank`` of K_GROUPS with its true score, its head id and that id's perform_in,
+  -- after correcting low scores on the way (each correction moves a group back, once); nil when none.
+  local function group_at(rank, budget)
+    while budget > 0 do
+      budget = budget - 1
+      local top = redis.call('ZRANGE', K_GROUPS, rank, rank, 'WITHSCORES')
+      if #top == 0 then return nil end
+      local group, score = top[1], tonumber(top[2])
+      local id, perform_in = group_head(group)
+      if not id then
+        redis.call('ZREM', K_GROUPS, group)
+        redis.call('HDEL', K_GTURNS, group)
+      else
+        local at = tonumber(perform_in)
+        local turn = redis.call('HGET', K_GTURNS, group)
+        if turn then at = math.max(at, tonumber(turn)) end
+        if at <= score then return group, score, id, perform_in end
+        redis.call('ZADD', K_GROUPS, num(at), group)
+      end
+    end
+    return nil
+  end
+
+  -- Up to ``want`` due ids, one per turn: the group with the lowest score goes, then sorts last.
+  -- Returns {id, perform_in, ...} as ZRANGEBYSCORE WITHSCORES would; the ids have left K_READY already.
+  fair_take = function(want)
+    local ready = {}
+    local last = tonumber(redis.call('HGET', K_GTURNS, LAST_TURN) or 0)
+    local skip, budget = 0, 4 * want + 16 + nblocked
+    while #ready < 2 * want and budget > 0 do
+      budget = budget - 1
+      local group, _, id, perform_in = group_at(skip, 8)
+      if not group then break end
+      if blocked and blocked[group] then
+        skip = skip + 1  -- at its limit: it keeps its place, the next group goes
+      elseif tonumber(perform_in) > now then
+        skip = skip + 1  -- its turn came, its job did not: the next group may be due
+      else
+        ready[#ready + 1] = id
+        ready[#ready + 1] = perform_in
+        if group ~= '' then group_drop(id, group) end
+        redis.call('ZREM', K_READY, id)
+        last = math.max(now, last) + STEP
+        redis.call('HSET', K_GTURNS, group, num(last), LAST_TURN, num(last))
+        redis.call('ZADD', K_GROUPS, num(last), group)
+      end
+    end
+    return ready
+  end
+
+  -- Where the shard stands in its thread's scheduler: the next group's score, or now when it is due
+  -- (the turn only orders groups; a shard whose next group waits longest goes first).
+  -- Groups at their limit are passed over: the server knows when they may go again.
+  fair_head = function()
+    for rank = 0, nblocked do
+      local group, score, _, perform_in = group_at(rank, 16)
+      if not group then return nil end
+      if not (blocked and blocked[group]) then
+        if tonumber(perform_in) <= now then score = math.min(score, now) end
+        return num(score)
+      end
+    end
+    return nil
   end
 end
 
