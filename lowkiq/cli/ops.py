@@ -246,10 +246,10 @@ def _paused(paused: dict[str, Any] | None, style: Style) -> str:
 
 def servers(c: Console) -> Shown:
     from ..console.servers import server_json, worker_names
-    from ..store import ownership
+    from ..store import membership
 
     names = worker_names(c)
-    data = {"servers": [server_json(m, names) for m in ownership.live(c.client)]}
+    data = {"servers": [server_json(m, names) for m in membership.live(c.client)]}
 
     def text(style: Style) -> str:
         if not data["servers"]:

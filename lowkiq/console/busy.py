@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..jobs import Job
-from ..store import codec, ownership
+from ..store import codec, membership, ownership
 from ..store.ownership import ShardLease
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def over(limit: float | None, running: float | None) -> bool:
 
 def busy_jobs(c: Console, view: WorkerView, jobs: Sequence[Job]) -> tuple[list[ShardLease], list[BusyJob]]:
     """The worker's shard leases, and each of ``jobs`` with its shard's lease: one round trip."""
-    now_ms, leases = ownership.shard_leases(c.client, view.keys, ownership.live(c.client))
+    now_ms, leases = ownership.shard_leases(c.client, view.keys, membership.live(c.client))
     limit = view.info.time_limit
     out = []
     for job in jobs:

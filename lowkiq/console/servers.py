@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
-from ..store import codec, ownership
+from ..store import codec, membership, ownership
 from ..store.membership import Member
 from ..store.ownership import ShardLease
 from . import Console, WorkerView
@@ -55,6 +55,6 @@ def unserved(c: Console, rows: list[tuple[WorkerView, Any]], members: list[Membe
 
 def busy_servers(c: Console, view: WorkerView, jobs: list[Any]) -> tuple[list[ShardLease], dict[str, ShardLease]]:
     """The worker's shard leases, and for each busy job the lease of its shard (who runs it, since when)."""
-    _, leases = ownership.shard_leases(c.client, view.keys, ownership.live(c.client))
+    _, leases = ownership.shard_leases(c.client, view.keys, membership.live(c.client))
     by_job = {job.id: leases[codec.shard_of(job.id, view.keys.shards_count)] for job in jobs}
     return leases, by_job

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import membership
 from .keys import QueueKeys
 from .membership import Member
 
@@ -82,7 +81,3 @@ def coverage(members: Iterable[Member], queues: Mapping[str, int]) -> dict[str, 
             if queue in held:
                 held[queue].update(i for i in indexes if 0 <= i < queues[queue])
     return {q: Coverage(q, count, len(held[q])) for q, count in queues.items()}
-
-
-def live(client: Any) -> list[Member]:
-    return membership.live(client)
