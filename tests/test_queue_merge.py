@@ -149,14 +149,36 @@ def stored(r, job_id: str) -> bytes:
 
 
 def test_rising_versions_are_appended_to_the_encoded_list_in_order(r):
-    for v in range(1, 301):
+    for v in range(1, 61):
         OrdersWorker.perform_async([{"id": "hot", "payload": f"v{v}", "score": v}])
     blob = stored(r, "hot")
     # appendable: an array32 header and the last score as a float64; the earlier scores stay compact
-    assert blob[0] == 0xDD and int.from_bytes(blob[1:5], "big") == 600 and blob[-9] == 0xCB
-    flat = [x for v in range(1, 301) for x in (json.dumps(f"v{v}"), v)]
-    assert len(blob) == len(msgpack.packb(flat, use_bin_type=False)) + 2 + 6  # array32, a float64 last score
-    assert queued("hot").payloads == [(f"v{v}", float(v)) for v in range(1, 301)]
+    assert blob[0] == 0xDD and int.from_bytes(blob[1:5], "big") == 120 and blob[-9] == 0xCB
+    flat = [x for v in range(1, 61) for x in (json.dumps(f"v{v}"), v)]
+    # array32 (2 bytes more than array16), and the last score a float64 (9 bytes) instead of compact
+    assert len(blob) == len(msgpack.packb(flat, use_bin_type=False)) + 2 + 9 - len(msgpack.packb(60))
+    assert queued("hot").payloads == [(f"v{v}", float(v)) for v in range(1, 61)]
+
+
+def test_an_id_past_64_payloads_spills_them_and_keeps_every_merge_rule(r):
+    """Past 64 payloads an id's field holds 0xc1 and its count, its payloads the shard's spilled keys:
+    one more version costs the same whatever the id holds (SPEC, Enqueue)."""
+    for v in range(1, 301):
+        OrdersWorker.perform_async([{"id": "hot", "payload": f"v{v}", "score": v}])
+    assert stored(r, "hot") == b"\xc1300"
+    shard = OrdersWorker.keys().shard(queue().shard_of("hot"))
+    assert r.zcard(shard.spilled_payloads_zset) == 300 and r.hlen(shard.spilled_scores_hash) == 300
+    # an equal payload keeps the lower score; an older version sorts before; a burst merges in order
+    OrdersWorker.perform_async([{"id": "hot", "payload": "v5", "score": 0.5}, {"id": "hot", "payload": "v0", "score": 0},
+                                {"id": "hot", "payload": "v7", "score": 900}])
+    expected = sorted([(f"v{v}", float(v)) for v in range(1, 301) if v != 5] + [("v5", 0.5), ("v0", 0.0)],
+                      key=lambda ps: (ps[1], ps[0]))
+    assert queued("hot").payloads == expected
+    assert stored(r, "hot") == b"\xc1301"
+    # taken whole, in order, and nothing of it is left behind
+    [job] = take("hot")
+    assert job.payloads == expected
+    assert r.exists(shard.spilled_payloads_zset, shard.spilled_scores_hash) == 0
 
 
 @pytest.mark.parametrize("payloads", [

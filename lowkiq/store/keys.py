@@ -158,6 +158,18 @@ class ShardKeys:
         """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
         return f"{self.tag}:first_enqueued"
 
+    # -- ids that hold many payloads keep them here, so that one more costs the same (_lib.lua, "spilled") --
+
+    @property
+    def spilled_payloads_zset(self) -> str:
+        """``id NUL sortable(score) payload``, all scored 0: each spilled id's payloads by id, in score order."""
+        return f"{self.tag}:spilled_payloads"
+
+    @property
+    def spilled_scores_hash(self) -> str:
+        """``id NUL payload`` -> its score: a spilled id's payloads found by content (an equal one merges)."""
+        return f"{self.tag}:spilled_scores"
+
     @property
     def wake_message(self) -> str:
         return f"{self.queue_name}:{self.shard}"
@@ -191,6 +203,8 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_GTURNS", "group_turns_hash"),
     ("K_FIRST", "first_enqueued_hash"),
     ("K_GLENGTHS", "group_lengths_zset"),
+    ("K_SPILL", "spilled_payloads_zset"),
+    ("K_SPILL_SCORES", "spilled_scores_hash"),
 )
 
 

@@ -105,6 +105,24 @@ local function encode(list)
   return cmsgpack.pack(list)
 end
 
+-- A list the push script can append to without decoding it: an array32 header (its count rewritten in
+-- place) and the last score as a float64 (read from the end); the earlier scores compact, as cmsgpack
+-- writes them.
+local function appendable(count, body, last)
+  return struct.pack('>BI4', 0xdd, count) .. body .. struct.pack('>Bd', 0xcb, last)
+end
+
+local function encode_appendable(list)
+  local n = #list
+  local last = list[n]
+  list[n] = nil
+  local packed = cmsgpack.pack(list)
+  list[n] = last
+  local skip = 1
+  if n - 1 >= 65536 then skip = 5 elseif n - 1 >= 16 then skip = 3 end
+  return appendable(n, packed:sub(skip + 1), last)
+end
+
 -- Fairness (docs/fairness.md). A shard that holds grouped ids indexes them again: K_GREADY (the grouped
 -- part of K_READY, same scores), K_GLEX (each group's ids oldest due first), K_GROUPS (group -> max(its
 -- oldest perform_in, its last turn); "" is the default group) and K_GTURNS. A score in K_GROUPS may be
@@ -177,6 +195,144 @@ local function group_requeued(id, perform_in)
   end
 end
 
+-- Spilled ids. A queued id's payloads are one encoded list in K_PAYLOADS while they are few; past
+-- SPILL_AT they move to K_SPILL and K_SPILL_SCORES (two keys of the shard, in its slot and declared: a
+-- Cluster moves them with the shard), and the id's field in K_PAYLOADS holds SPILLED and their count.
+-- One more version then costs a few O(log n) commands whatever the id holds, not a rewrite of its list.
+-- K_SPILL's members, `id NUL sortable(score) payload` scored 0, list an id's payloads in score order,
+-- then bytewise, as the encoded lists are; K_SPILL_SCORES maps `id NUL payload` to its score, so that an
+-- equal payload keeps the lower score. Ids hold no NUL (jobs.py refuses control characters).
+local SPILL_AT = 64
+local SPILLED = '\193'  -- 0xc1: a byte msgpack never writes, so no encoded list starts with it
+
+local function spilled_count(field)
+  if field and string.byte(field, 1) == 0xc1 then return tonumber(string.sub(field, 2)) end
+  return nil
+end
+
+local function unsortable(s)
+  local b = s:byte(1)
+  if b >= 128 then return struct.unpack('>d', string.char(b - 128) .. s:sub(2)) end
+  local out = {}
+  for i = 1, 8 do out[i] = string.char(255 - s:byte(i)) end
+  return struct.unpack('>d', table.concat(out))
+end
+
+-- The first ``limit`` (nil: all) payloads of spilled ``id``, {payload, score, ...} in order.
+local function spill_read(id, limit)
+  local members
+  if limit then
+    members = redis.call('ZRANGEBYLEX', K_SPILL, '[' .. id .. '\0', '(' .. id .. '\1', 'LIMIT', 0, limit)
+  else
+    members = redis.call('ZRANGEBYLEX', K_SPILL, '[' .. id .. '\0', '(' .. id .. '\1')
+  end
+  local out, at = {}, #id + 2
+  for i, m in ipairs(members) do
+    out[2 * i - 1] = string.sub(m, at + 8)
+    out[2 * i] = unsortable(string.sub(m, at, at + 7))
+  end
+  return out, members
+end
+
+-- Pairs {payload, score, ...} into spilled ``id``: an equal payload keeps the lower score. Returns how
+-- many payloads it holds now, given how many it held.
+local function spill_add(id, pairs, held)
+  for i = 1, #pairs, 2 do
+    local p, s = pairs[i], pairs[i + 1]
+    local field = id .. '\0' .. p
+    local old = redis.call('HGET', K_SPILL_SCORES, field)
+    if not old then
+      held = held + 1
+    elseif s < tonumber(old) then
+      redis.call('ZREM', K_SPILL, id .. '\0' .. sortable(tonumber(old)) .. p)
+    else
+      s = nil
+    end
+    if s then
+      redis.call('ZADD', K_SPILL, 0, id .. '\0' .. sortable(s) .. p)
+      redis.call('HSET', K_SPILL_SCORES, field, num(s))
+    end
+  end
+  return held
+end
+
+-- How many of ``pairs`` spilled ``id`` does not hold yet (pairs hold each payload once).
+local function spill_new(id, pairs)
+  local n = 0
+  for i = 1, #pairs, 2 do
+    if redis.call('HEXISTS', K_SPILL_SCORES, id .. '\0' .. pairs[i]) == 0 then n = n + 1 end
+  end
+  return n
+end
+
+-- Removes the first ``limit`` (nil: all) payloads of spilled ``id``; returns how many.
+local function spill_remove(id, limit)
+  local _, members = spill_read(id, limit)
+  local fields, at = {}, #id + 10
+  for i, m in ipairs(members) do fields[i] = id .. '\0' .. string.sub(m, at) end
+  call_chunked('ZREM', K_SPILL, members, 1)
+  call_chunked('HDEL', K_SPILL_SCORES, fields, 1)
+  return #members
+end
+
+-- ``list`` ({payload, score, ...}, sorted, each payload once) as queued ``id``'s whole payloads, in
+-- K_PAYLOADS or spilled when long; what ``id`` held before is replaced.
+local function payloads_store(id, list, field)
+  if spilled_count(field) then spill_remove(id) end
+  local n = #list / 2
+  if n <= SPILL_AT then
+    redis.call('HSET', K_PAYLOADS, id, encode_appendable(list))
+    return
+  end
+  spill_add(id, list, 0)
+  redis.call('HSET', K_PAYLOADS, id, SPILLED .. n)
+end
+
+-- Queued ``id``'s payloads, {payload, score, ...}; ``field`` is its K_PAYLOADS field when already read.
+local function payloads_of(id, field)
+  if field == nil then field = redis.call('HGET', K_PAYLOADS, id) end
+  if not field then return nil end
+  if spilled_count(field) then return (spill_read(id)) end
+  return decode(field)
+end
+
+-- Merges pairs into queued ``id`` (``field``: its K_PAYLOADS field, nil for a new id) under the per-id cap
+-- (0: none): 'drop_oldest' keeps the newest, 'reject' writes nothing and returns an error reply.
+-- Returns how many payloads the cap dropped.
+local function payloads_merge(id, field, incoming, limit, overflow)
+  local held = spilled_count(field)
+  if held then
+    local after = held + spill_new(id, incoming)
+    if limit > 0 and after > limit and overflow == 'reject' then
+      return redis.error_reply('PAYLOAD_LIMIT id ' .. id .. ' would hold ' .. after .. ' payloads; the limit is ' ..
+        limit .. ' (max_payloads_per_id); nothing of this slice was written')
+    end
+    held = spill_add(id, incoming, held)
+    local dropped = 0
+    if limit > 0 and held > limit then
+      dropped = spill_remove(id, held - limit)
+      held = held - dropped
+    end
+    redis.call('HSET', K_PAYLOADS, id, SPILLED .. held)
+    return dropped
+  end
+  local merged = merge_payloads(field and decode(field) or {}, incoming)
+  local extra = #merged / 2 - limit
+  local dropped = 0
+  if limit > 0 and extra > 0 then
+    if overflow == 'reject' then
+      return redis.error_reply('PAYLOAD_LIMIT id ' .. id .. ' would hold ' .. (#merged / 2) ..
+        ' payloads; the limit is ' .. limit .. ' (max_payloads_per_id); nothing of this slice was written')
+    end
+    local kept = {}
+    for k = 2 * extra + 1, #merged do kept[#kept + 1] = merged[k] end
+    merged = kept
+    dropped = extra
+  end
+  payloads_store(id, merged, nil)
+  return dropped
+end
+
 -- An id keeps its group while any copy of it is queued, in processing or in the morgue (a copy in
 -- processing needs it for its way back, a dead one for its requeue). The flags name the places to look
 -- at: the one the caller just removed the id from is not among them.
@@ -196,6 +352,11 @@ local function remove_from_queue(ids)
         group_drop(id, group)
         group_forget(id, false, true, true)
       end
+    end
+  end
+  if redis.call('EXISTS', K_SPILL) == 1 then
+    for _, id in ipairs(ids) do
+      if spilled_count(redis.call('HGET', K_PAYLOADS, id)) then spill_remove(id) end
     end
   end
   call_chunked('HDEL', K_FIRST, ids, 1)
@@ -228,11 +389,8 @@ end
 -- otherwise (failed or requeued job) the incoming values win.
 local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedule)
   local existing = redis.call('HGET', K_PAYLOADS, id)
-  if existing then
-    payloads = merge_payloads(decode(existing), payloads)
-  end
   -- (without a queued job, payloads come from Redis (processing, morgue): already sorted and unique)
-  redis.call('HSET', K_PAYLOADS, id, encode(payloads))
+  payloads_merge(id, existing, payloads, 0, '')
   if existing and keep_schedule then return end
   redis.call('ZADD', K_READY, num(perform_in), id)
   group_requeued(id, perform_in)

@@ -187,6 +187,10 @@ if limit > 0 then
       local err = false
       if any_errors then err = redis.call('HGET', K_ERRORS, id) end
       local payloads = redis.call('HGET', K_PAYLOADS, id)
+      if spilled_count(payloads) then
+        payloads = encode((spill_read(id)))
+        spill_remove(id)
+      end
       if any_crashes and not suspect then suspect = redis.call('HEXISTS', K_CRASHES, id) == 1 end
       ids[#ids + 1] = id
       processing[#processing + 1] = id

@@ -50,9 +50,9 @@ for i = first, #ARGV, 3 do
       local dead = payloads
       if whole_id then
         -- Every version in order: what was queued for the id while it performed joins it.
-        local queued = redis.call('HGET', K_PAYLOADS, id)
+        local queued = payloads_of(id)
         if queued then
-          dead = merge_payloads(payloads, decode(queued))
+          dead = merge_payloads(payloads, queued)
           remove_from_queue({ id })
         end
       else

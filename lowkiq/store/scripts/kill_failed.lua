@@ -8,7 +8,7 @@ local ids = {}
 for _, id in ipairs(target_ids(2, K_RETRIES)) do
   local blob = redis.call('HGET', K_PAYLOADS, id)
   if blob then
-    morgue_put(id, decode(blob), now, redis.call('HGET', K_ERRORS, id))
+    morgue_put(id, payloads_of(id, blob), now, redis.call('HGET', K_ERRORS, id))
     ids[#ids + 1] = id
   end
 end

@@ -54,10 +54,9 @@ for i = 1, #jobs, 4 do
 end
 
 -- Merging without decoding. A version that sorts after everything its id holds (a higher score
--- than the last) and whose payload is not held already is appended to the encoded list: O(1) Lua
--- work whatever the list's length. Lists this script merges are written appendable: an array32
--- header (its count rewritten in place) and the last score as a float64 (read from the end); the
--- earlier scores compact, as cmsgpack writes them.
+-- than the last) and whose payload is not held already is appended to the encoded list, written
+-- appendable (_lib.lua). Such a list holds at most SPILL_AT payloads: past it the id's payloads are
+-- spilled, and one more costs a few O(log n) commands (_lib.lua, "Spilled ids").
 
 -- The position after a msgpack string starting at i, and where its bytes start (nil: not a string).
 local function string_at(s, i)
@@ -92,20 +91,6 @@ local function number_at(s, i)
   return size and i + size
 end
 
-local function appendable(count, body, last)
-  return struct.pack('>BI4', 0xdd, count) .. body .. struct.pack('>Bd', 0xcb, last)
-end
-
-local function encode_appendable(list)
-  local n = #list
-  local last = list[n]
-  list[n] = nil
-  local packed = cmsgpack.pack(list)
-  list[n] = last
-  local skip = 1
-  if n - 1 >= 65536 then skip = 5 elseif n - 1 >= 16 then skip = 3 end
-  return appendable(n, packed:sub(skip + 1), last)
-end
 
 -- The stored list with the new pairs appended, and how many of its oldest payloads were dropped
 -- for the limit; nil when the general merge must decide.
@@ -138,6 +123,8 @@ local function appended(stored, entry, limit, overflow)
     last = score
     count = count + 2
   end
+  -- past SPILL_AT the id's payloads spill: the general merge moves them
+  if count / 2 > SPILL_AT then return nil end
   local all, dropped = table.concat(parts), 0
   if limit > 0 and count / 2 > limit then
     if overflow ~= 'drop_oldest' then return nil end
@@ -177,6 +164,36 @@ if ARGV[7] == '1' then
   ids, due, blobs, more, groups = kept_ids, kept_due, kept_blobs, kept_more, kept_groups
 end
 
+-- The incoming pairs of the n-th id, decoded: {payload, score, ...}.
+local function incoming_of(n)
+  local incoming = {}
+  for _, b in ipairs({ blobs[n], unpack(more[n] or {}) }) do
+    local pair = decode(b)
+    incoming[#incoming + 1] = pair[1]
+    incoming[#incoming + 1] = pair[2]
+  end
+  return incoming
+end
+
+-- 'reject' writes nothing of the slice when any id would pass the cap: every id is checked first.
+if limit > 0 and overflow == 'reject' then
+  for c = 1, #ids, CHUNK do
+    local last = math.min(c + CHUNK - 1, #ids)
+    local existing = redis.call('HMGET', K_PAYLOADS, unpack(ids, c, last))
+    for n = c, last do
+      local field, incoming = existing[n - c + 1], incoming_of(n)
+      local held = spilled_count(field)
+      local after
+      if held then after = held + spill_new(ids[n], incoming)
+      else after = #merge_payloads(field and decode(field) or {}, incoming) / 2 end
+      if after > limit then
+        return redis.error_reply('PAYLOAD_LIMIT id ' .. ids[n] .. ' would hold ' .. after ..
+          ' payloads; the limit is ' .. limit .. ' (max_payloads_per_id); nothing of this slice was written')
+      end
+    end
+  end
+end
+
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
 -- Fairness indexes (docs/fairness.md): only in shards that hold grouped ids, or get their first now.
 local grouped_shard = redis.call('EXISTS', K_GROUP_OF) == 1
@@ -199,29 +216,14 @@ for c = 1, #ids, CHUNK do
       blob = fast
       dropped = dropped + cut
     elseif entry then
-      -- Merging: decode everything; a single new payload is already encoded.
-      local incoming = {}
-      for k = 2, #entry do
-        local pair = decode(entry[k])
-        incoming[#incoming + 1] = pair[1]
-        incoming[#incoming + 1] = pair[2]
-      end
-      local merged = merge_payloads(queued and decode(queued) or {}, incoming)
-      local extra = #merged / 2 - limit
-      if limit > 0 and extra > 0 then
-        if overflow == 'reject' then
-          return redis.error_reply('PAYLOAD_LIMIT id ' .. id .. ' would hold ' .. (#merged / 2) ..
-            ' payloads; the limit is ' .. limit .. ' (max_payloads_per_id); nothing of this slice was written')
-        end
-        local kept = {}
-        for k = 2 * extra + 1, #merged do kept[#kept + 1] = merged[k] end
-        merged = kept
-        dropped = dropped + extra
-      end
-      blob = encode_appendable(merged)
+      -- Merging: decode everything (a long list is spilled: its merge costs the same whatever it holds)
+      dropped = dropped + payloads_merge(id, queued, incoming_of(n), limit, overflow)
+      blob = nil
     end
-    payload_args[#payload_args + 1] = id
-    payload_args[#payload_args + 1] = blob
+    if blob then
+      payload_args[#payload_args + 1] = id
+      payload_args[#payload_args + 1] = blob
+    end
     if queued and debounce and not redis.call('ZSCORE', K_RETRIES, id) then
       -- a merge into an id that never ran: run once the burst is over, at most debounce_max after its
       -- oldest queued payload came

@@ -134,8 +134,14 @@ if ARGV[1] == 'jobs' or ARGV[1] == 'morgue_jobs' then
     local id = ARGV[i]
     local blob = redis.call('HGET', payloads_key, id)
     local score = redis.call('ZSCORE', scores_key, id)
+    local spilled = queued and spilled_count(blob)
+    if spilled then
+      -- a spilled id: its first payloads, as many as the cap can show (each takes 2 bytes at least)
+      blob = encode((spill_read(id, cap and math.floor(cap / 2) + 1)))
+    end
     if blob and score then
       local shown, held, cut = clip_payloads(blob, cap)
+      if spilled then held = spilled end
       local retries = (queued and redis.call('ZSCORE', K_RETRIES, id)) or false
       local err, esize, tb, tsize = error_parts(redis.call('HGET', errors_key, id), error_cap)
       rows[#rows + 1] = {shown, held, #blob, cut, score, retries, err, esize, tb, tsize}
