@@ -397,3 +397,25 @@ def test_a_job_with_many_payloads_shows_the_first_and_last_and_folds_the_rest(cl
     OrdersWorker.perform_async([{"id": "few", "payload": v, "score": v} for v in range(12)])
     small = client.get(W + "/job?id=few").get_data(as_text=True)
     assert "payloads-folded" not in small and "12 payloads" in small
+
+
+def test_a_caps_drops_show_on_the_dashboard_the_worker_page_and_the_api(client, configure):
+    import lowkiq
+
+    class CappedWorker(lowkiq.Worker):
+        shards_count = 1
+        max_payloads_per_id = 2
+
+        def perform(self, payloads_by_id):
+            pass
+
+    configure(workers=[OrdersWorker, MailerWorker, CappedWorker])
+    OrdersWorker.perform_async([{"id": 1}])
+    assert 'data-dropped' not in client.get("/lowkiq/").get_data(as_text=True)  # nothing dropped: nothing said
+    CappedWorker.perform_async([{"id": "x", "payload": v, "score": v} for v in range(5)])
+    html = client.get("/lowkiq/").get_data(as_text=True)
+    assert 'data-dropped="3"' in html and "3 dropped" in html
+    counts_html = client.get("/lowkiq/workers/CappedWorker/_counts").get_data(as_text=True)
+    assert 'data-count="dropped"' in counts_html and "3 dropped</span>" in counts_html, counts_html[:3000]
+    rows = {q["name"]: q for q in client.get("/lowkiq/api/v1/dashboard").get_json()["queues"]}
+    assert rows["CappedWorker"]["dropped"] == 3 and rows["OrdersWorker"]["dropped"] == 0

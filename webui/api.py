@@ -108,6 +108,7 @@ def api_dashboard() -> Response:
             "shards_count": view.info.shards_count,
             "lag": m.lag,
             "processed": m.processed,
+            "dropped": m.dropped,  # payloads a per-id cap dropped (0 without one)
             "failed": m.failed,
             "busy": m.busy,
             "enqueued": m.length,
