@@ -281,6 +281,8 @@ SCHEMAS: Json = {
             "shards_count": {"type": "integer", "minimum": 1},
             "lag": SECONDS,
             "processed": {**COUNT, "description": "Jobs processed, ever."},
+            "dropped": {**COUNT, "description": "Payloads an opt-in per-id cap (max_payloads_per_id with "
+                        "payload_overflow drop_oldest) dropped, ever; 0 without a cap."},
             "failed": {**COUNT, "description": "Failures, ever."},
             "busy": {**COUNT, "description": "Jobs in processing now."},
             "enqueued": {**COUNT, "description": "Ids in the queue: fresh + retries."},
