@@ -17,6 +17,8 @@ import pytest
 from conftest import wait_until
 from server_support import APPS, records, start_server
 
+from lowkiq.store import membership
+
 pytestmark = [pytest.mark.slow]
 
 APP = APPS / "limits_app.py"
@@ -57,10 +59,13 @@ def concurrency_one_over_two_processes(tmp_path, url: str, env: dict[str, str]) 
     jobs = ([{"id": f"a{i}", "group": "A", "payload": {"g": "A", "sleep": 0.15}} for i in range(10)] +
             [{"id": f"b{i}", "group": "B", "payload": {"g": "B", "sleep": 0.15}} for i in range(10)] +
             [{"id": f"n{i}", "payload": {"g": "", "sleep": 0.15}} for i in range(10)])
-    worker.perform_async(jobs)
     servers = [start_server(tmp_path, url, "-t", "3", "--poll-interval", "0.2", app=APP, env=env, name=f"s{n}")
                for n in range(2)]
     try:
+        # both serving before the jobs come (the first to start serves every shard until the second settles in)
+        wait_until(lambda: len([m for m in membership.live(lowkiq.current().client) if any(m.shards.values())]) == 2,
+                   timeout=25)
+        worker.perform_async(jobs)
         wait_until(lambda: len(records(tmp_path, "perform")) >= len(jobs), timeout=25)
     finally:
         for s in servers:

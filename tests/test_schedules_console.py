@@ -121,7 +121,8 @@ def test_pause_stops_ticks_resume_restarts_them_run_now_enqueues_at_once_all_aud
         seen = len(ticks_performed(tmp_path))
         time.sleep(3.5)  # three ticks and more
         assert len(ticks_performed(tmp_path)) == seen
-        assert all(t <= paused_at for t, _, _ in ticks_performed(tmp_path))
+        # (a tick is enqueued when due by the server's estimate of Redis's clock: half a second of slack)
+        assert all(t <= paused_at + 0.5 for t, _, _ in ticks_performed(tmp_path))
         ran = run_cli(tmp_path, "schedules", "run", "ticks", *cli, "--json")
         at = json.loads(ran.stdout)["scheduled_at"]
         wait_until(lambda: any(t == at for t, _, _ in ticks_performed(tmp_path)), 3)  # at once, also paused

@@ -72,8 +72,8 @@ def test_dashboard(client, runtime):
     orders = next(q for q in data["queues"] if q["name"] == "OrdersWorker")
     assert orders == {
         "name": "OrdersWorker", "queue_name": "OrdersWorker", "shards_count": 4, "lag": 0.0,
-        "processed": 1, "dropped": 0, "failed": 1, "busy": 0, "enqueued": 2, "fresh": 1, "retries": 1, "dead": 0, "held": 0, "paused": None,
-        "measured": True,
+        "processed": 1, "dropped": 0, "failed": 1, "busy": 0, "enqueued": 2, "fresh": 1, "retries": 1, "dead": 0,
+        "held": 0, "paused": None, "measured": True,
     }
     assert data["totals"]["enqueued"] == 2
     assert data["redis_info"]["version"] == runtime.client.info()["redis_version"]
