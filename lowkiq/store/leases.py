@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +47,23 @@ def refusal(exc: BaseException) -> LeaseRefused | None:
     return LeaseRefused(reason, rest.split(" ", 1)[0], text)
 
 
-@contextmanager
-def fenced() -> Iterator[None]:
+class _Fenced:
     """Around a fenced script: Redis's refusal of the caller's lease raised as LeaseRefused (nothing of the
-    script happened), any other error as Redis answered it."""
-    try:
-        yield
-    except redis.ResponseError as exc:
-        raise (refusal(exc) or exc) from None
+    script happened), any other error as Redis answered it. A class, not a generator: it wraps the hot path."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, redis.ResponseError):
+            raise (refusal(exc) or exc) from None
+
+
+_FENCED = _Fenced()
+
+
+def fenced() -> _Fenced:
+    return _FENCED
 
 
 def new_grant() -> str:
