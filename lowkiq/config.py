@@ -104,7 +104,7 @@ def _as_tuple(value: Any, name: str) -> tuple[Any, ...]:
 
 
 def _validate(settings: Settings) -> None:
-    from .worker import Worker, check_perform
+    from .worker import Worker, check_perform  # at call time: worker.py reaches config through the runtime
 
     for w in settings.workers:
         if not (isinstance(w, type) and issubclass(w, Worker)):

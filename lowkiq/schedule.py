@@ -52,7 +52,7 @@ class Schedule:
     catch_up: str = "last"
 
     def __post_init__(self) -> None:
-        from .worker import Worker
+        from .worker import Worker  # at call time: config imports schedules, and worker.py reaches config
 
         if not isinstance(self.name, str):
             raise TypeError(f"a schedule's name must be a string, got {self.name!r}")

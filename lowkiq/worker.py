@@ -101,6 +101,8 @@ class Worker:
         The whole batch is validated first: a bad job raises TypeError or
         ValueError naming its index, and nothing is written.
         """
+        # At call time: the runtime (and the store under it) names Worker in its own types, and a Worker is
+        # defined before anything is configured. The one import cycle of the core is this, on purpose.
         from .runtime import current
 
         return current().enqueue(cls, jobs)

@@ -19,7 +19,7 @@ from redis.exceptions import MovedError
 
 LOST = (redis.ConnectionError, redis.TimeoutError, OSError)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # names only: transport.py builds these two on itself
     from .transport import Transport
 
 

@@ -35,7 +35,7 @@ from .errors import NotSent, on_node
 from .resp import ASKING, Link, pack
 from .topology import Node, Topology
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # names only: transport.py builds sessions on itself
     from .transport import Transport
 
 DISCARD = -1  # the +OK of an ASKING
