@@ -24,6 +24,7 @@ from ..transport import Transport, as_transport
 from ..transport.errors import checked
 from . import codec, lua
 from .keys import WAKE_CHANNEL, QueueKeys, ShardKeys
+from .search import Content
 
 # Jobs per script of an action on a whole area. Moving a job to the morgue, the heaviest step,
 # costs Redis about 20 µs: a chunk stays near 10 ms, well under the 50 ms an operator's button
@@ -38,15 +39,22 @@ Progress = Callable[[int], None]
 @dataclass(frozen=True)
 class Filter:
     """Jobs whose ``index`` ("id", "perform_in", "retry_count" or "updated_at") lies within ``lo``..``hi``,
-    inclusive; an empty bound is open. An action given a filter touches only the ids given that still
-    match it when their shard's script runs."""
+    inclusive (an empty bound is open), and whose content matches ``content`` when given. An action given
+    a filter touches only the ids given that still match it when their shard's script runs."""
 
     index: str
     lo: Any = None
     hi: Any = None
+    # With a content filter (lowkiq.store.search.Content) and its area ("enqueued" or "morgue"), each id's
+    # error and payloads are checked too, by the same test the search that counted it used.
+    content: Content | None = None
+    area: str = "enqueued"
 
-    def args(self) -> tuple[str, str, str, str]:
-        return ("match", self.index, self._bound(self.lo, "min"), self._bound(self.hi, "max"))
+    def args(self) -> tuple[str, ...]:
+        bounds = (self.index, self._bound(self.lo, "min"), self._bound(self.hi, "max"))
+        if self.content:
+            return ("match_content", *bounds, self.area, *self.content.args())
+        return ("match", *bounds)
 
     def _bound(self, value: Any, name: str) -> str:
         if value is None or value == "":

@@ -47,6 +47,7 @@ NAMES = (
     "kill_failed",
     "delete_failed",
     "range",
+    "scan",
     "acquire",
     "renew",
     "release",

@@ -432,10 +432,58 @@ local function remove_from_morgue(ids)
   call_chunked('HDEL', K_M_ERRORS, ids, 1)
 end
 
+-- The part of a stored error (lowkiq.stored_error) before its traceback, if it has one.
+local TRACEBACK_MARK = '\0lowkiq:traceback\0'
+local function error_text(raw)
+  if string.sub(raw, 1, #TRACEBACK_MARK) ~= TRACEBACK_MARK or #raw < #TRACEBACK_MARK + 4 then return raw end
+  local size = struct.unpack('>I4', string.sub(raw, #TRACEBACK_MARK + 1, #TRACEBACK_MARK + 4))
+  local start = #TRACEBACK_MARK + 5
+  if start + size - 1 > #raw then return raw end
+  return string.sub(raw, start, start + size - 1)
+end
+
+-- Whether a job's content matches: its error's class (the text before the first ':' or line end, as
+-- "TimeoutError: ..." is written) equal to ``cls``, its error text containing ``err``, one of its
+-- payloads (as stored, serialized) containing ``payload``; '' asks nothing. ``queued``: the queue's job
+-- (its payloads through payloads_of: a spilled id keeps them in other keys), else the morgue's.
+-- Returns whether it matches and the bytes read, which the scan counts against its budget.
+local function content_matches(id, queued, cls, err, payload)
+  local read = 0
+  local field = redis.call('HGET', (queued and K_PAYLOADS) or K_M_PAYLOADS, id)
+  if not field then return false, 0 end
+  if cls ~= '' or err ~= '' then
+    local raw = redis.call('HGET', (queued and K_ERRORS) or K_M_ERRORS, id)
+    if not raw then return false, 0 end
+    read = read + #raw
+    local text = error_text(raw)
+    if cls ~= '' then
+      local head = string.match(text, '^[^:\n]*')
+      if string.match(head, '^%s*(.-)%s*$') ~= cls then return false, read end
+    end
+    if err ~= '' and not string.find(text, err, 1, true) then return false, read end
+  end
+  if payload == '' then return true, read end
+  local list
+  if queued then list = payloads_of(id, field) else list = decode(field) end
+  for i = 1, #list, 2 do
+    local p = list[i]
+    if type(p) == 'string' then
+      read = read + #p
+      if string.find(p, payload, 1, true) then return true, read end
+    end
+  end
+  return false, read
+end
+
 -- Whether a job still matches the filter an operator counted: its id (index 'id', bytewise) or its
 -- score in the index (perform_in, retry_count, updated_at) within lo..hi, inclusive; '' is unbounded.
--- A job that left the index matches nothing.
-local function matches(id, index, lo, hi)
+-- A job that left the index matches nothing. ``content`` ({area, cls, err, payload}, or nil) asks
+-- content_matches too.
+local function matches(id, index, lo, hi, content)
+  if content then
+    local ok = content_matches(id, content[1] ~= 'morgue', content[2], content[3], content[4])
+    if not ok then return false end
+  end
   if index == 'id' then
     return (lo == '' or not bytes_lt(id, lo)) and (hi == '' or not bytes_lt(hi, id))
   end
@@ -456,6 +504,7 @@ end
 -- The ids a script acts on, from ARGV[first] on:
 --   'ids', id, ...                 the given ids;
 --   'match', index, lo, hi, id, ... the given ids that still match that filter (see matches);
+--   'match_content', index, lo, hi, area, cls, err, payload, id, ...  the same, and their content too;
 --   'all', limit                   the first ``limit`` ids of ``all_zset``: one chunk of an action on a
 --                                  whole area, so that no script's run time grows with the queue.
 local function target_ids(first, all_zset)
@@ -464,10 +513,15 @@ local function target_ids(first, all_zset)
     return redis.call('ZRANGE', all_zset, 0, tonumber(ARGV[first + 1]) - 1)
   end
   local ids = {}
-  if mode == 'match' then
+  if mode == 'match' or mode == 'match_content' then
     local index, lo, hi = ARGV[first + 1], ARGV[first + 2], ARGV[first + 3]
-    for i = first + 4, #ARGV do
-      if matches(ARGV[i], index, lo, hi) then ids[#ids + 1] = ARGV[i] end
+    local content, from = nil, first + 4
+    if mode == 'match_content' then
+      content = {ARGV[first + 4], ARGV[first + 5], ARGV[first + 6], ARGV[first + 7]}
+      from = first + 8
+    end
+    for i = from, #ARGV do
+      if matches(ARGV[i], index, lo, hi, content) then ids[#ids + 1] = ARGV[i] end
     end
   else
     for i = first + 1, #ARGV do ids[#ids + 1] = ARGV[i] end
