@@ -19,12 +19,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from .. import __version__, log_format
 from ..store import history, leases, lua, membership, schedules
 from ..store.leases import Lease
 from ..store.metrics import MetricsReader
+from ..transport.errors import REDIS_ERRORS
 from ..worker import Shard
 from . import group_limits
 from .assignment import MemberView, ShardId, assign, split_among_threads
@@ -42,7 +41,6 @@ log = logging.getLogger("lowkiq.server")
 REPLICAS_EVERY = 10.0
 # Seconds between claims of the queues' history sample: each minute is claimed once, by whoever asks first.
 HISTORY_EVERY = 20.0
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
 
 
 class Keeper:

@@ -23,12 +23,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from .. import log_format
 from ..store import lua
 from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
 from ..store.queue import Queue
+from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
 from .crash_isolation import CrashIsolation
 from .holdings import Holdings, ShardOwner
@@ -43,7 +42,6 @@ log = logging.getLogger("lowkiq.server")
 
 # Redis being unreachable, and Redis refusing for a while (OOM, BUSY, MASTERDOWN,
 # MISCONF, LOADING, READONLY: all error replies): back off and resume, never exit.
-REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
 MAX_BACKOFF = 10.0
 
 GIVE, BACK, LOST = "give", "back", "lost"

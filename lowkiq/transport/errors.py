@@ -10,6 +10,10 @@ import redis
 
 from ..errors import LowkiqError
 
+# What a server thread or its keeper waits out as an outage (retrying, backing off), whatever the call was:
+# a lost or refused connection, a timeout, an error reply (a failover's READONLY, a Cluster's CLUSTERDOWN).
+REDIS_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.ResponseError, OSError)
+
 
 class TopologyError(LowkiqError, redis.RedisError):
     """The Redis deployment cannot serve lowkiq as configured (e.g. a database other than 0 on a cluster).
