@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from flask import Response, request, url_for
@@ -128,32 +129,41 @@ def api_dashboard() -> Response:
 
 
 def _listing_reply(shown: listing.Shown, encode: Any) -> Response:
-    return reply(
-        {
-            "jobs": [encode(job) for job in shown.rows],
-            # Pass as ?after= / ?before= (with the same order_by, desc, min, max) for the next pages.
-            "next": shown.next.after.encode() if shown.next and shown.next.after else None,
-            "previous": shown.previous.before.encode() if shown.previous and shown.previous.before else None,
-        }
-    )
+    data: dict[str, Any] = {
+        "jobs": [encode(job) for job in shown.rows],
+        # Pass as ?after= / ?before= (with the same order_by, desc, min, max) for the next pages.
+        "next": shown.next.after.encode() if shown.next and shown.next.after else None,
+        "previous": shown.previous.before.encode() if shown.previous and shown.previous.before else None,
+    }
+    if shown.examined is not None:
+        # A content search: each page examines a bounded number of ids, so it may hold fewer jobs than asked
+        # while more follow; pass "continue" back as ?scan= (with the same filters) until it is null.
+        data["scan"] = {"examined": shown.examined, "total": shown.total,
+                        "continue": shown.next.scan if shown.next else None}
+    return reply(data)
+
+
+def _api_listing(worker: str, area: str) -> Response:
+    c = console()
+    view = c.worker(worker)
+    orders, default, desc = AREA_ORDERS[area]
+    args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE,
+                         blank_is_absent=False)
+    encode = morgue_job_json if area == "morgue" else job_json
+    if args.content:
+        return _listing_reply(listing.search(functools.partial(c.search, view, area), args), encode)
+    q = c.queries(view)
+    return _listing_reply(listing.fetch(q.morgue if area == "morgue" else q.enqueued, args), encode)
 
 
 @bp.get("/api/v1/workers/<worker>/enqueued")
 def api_enqueued(worker: str) -> Response:
-    c = console()
-    view = c.worker(worker)
-    orders, default, desc = AREA_ORDERS["enqueued"]
-    args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE)
-    return _listing_reply(listing.fetch(c.queries(view).enqueued, args), job_json)
+    return _api_listing(worker, "enqueued")
 
 
 @bp.get("/api/v1/workers/<worker>/morgue")
 def api_morgue(worker: str) -> Response:
-    c = console()
-    view = c.worker(worker)
-    orders, default, desc = AREA_ORDERS["morgue"]
-    args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE)
-    return _listing_reply(listing.fetch(c.queries(view).morgue, args), morgue_job_json)
+    return _api_listing(worker, "morgue")
 
 
 @bp.get("/api/v1/workers/<worker>/busy")
@@ -265,7 +275,7 @@ def _api_act(op: Operation, worker: str) -> Response:
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
 # that counted another action conflicts with the request (its "reason" says which).
 REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}
-MATCHING_FIELDS = ("action", "order_by", "min", "max", "dry_run", "confirm")
+MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "dry_run", "confirm")
 
 
 @bp.post("/api/v1/workers/<worker>/enqueued/matching")
@@ -301,9 +311,10 @@ def _api_matching(worker: str, area: str) -> Response:
     if token is not None and not isinstance(token, str):
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
     orders, default, _ = AREA_ORDERS[area]
-    fields = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
-    args = listing.parse(fields, orders, default_order=default, default_limit=1)
-    bounds = {"min": args.min or None, "max": args.max or None}
+    fields: dict[str, Any] = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
+    fields.update({name: body[name] for name in listing.CONTENT_FIELDS if name in body})
+    args = listing.parse(fields, orders, default_order=default, default_limit=1, blank_is_absent=False)
+    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
     if token is None:
         pending = c.count_matching(view, area, verb, args.order_by, **bounds)
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,

@@ -23,6 +23,7 @@ from ..options import FALSE_WORDS, TRUE_WORDS
 from ..store.actions import Actions
 from ..store.audit import IDS_KEPT
 from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
+from ..store.search import MAX_NEEDLE, PAGE_EXAMINED
 from .history_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 
@@ -133,6 +134,15 @@ MATCHING_FILTER: Json = {
     "max": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
             "description": "The highest value kept, inclusive; absent, null or '' is open."},
 }
+# A content filter's value: a plain substring (or, for error_class, the exact class), never empty.
+NEEDLE: Json = {"type": "string", "minLength": 1, "maxLength": MAX_NEEDLE, "pattern": "^[^\\u0000]*$"}
+CONTENT_FILTER: Json = {
+    "error_class": {**NEEDLE, "description": "Only jobs whose error's class (its text before the first ':', as in "
+                                             "'TimeoutError: ...') is this."},
+    "error": {**NEEDLE, "description": "Only jobs whose error text (not its traceback) contains this, as plain text."},
+    "payload": {**NEEDLE, "description": "Only jobs with a payload whose stored (serialized, JSON by default) bytes "
+                                         "contain this, as plain text."},
+}
 SECONDS = {"type": "number", "minimum": 0}
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
@@ -206,8 +216,9 @@ SCHEMAS: Json = {
             "next": {**_nullable(_schema("Cursor")), "description": "Pass as `after` for the next page; null on the last."},
             "previous": {**_nullable(_schema("Cursor")),
                          "description": "Pass as `before` for the previous page; null on the first."},
+            "scan": _schema("ScanProgress"),
         },
-        "A page of queued jobs.",
+        "A page of queued jobs.", optional=("scan",),
     ),
     "DeadJobPage": _object(
         {
@@ -215,8 +226,19 @@ SCHEMAS: Json = {
             "next": {**_nullable(_schema("Cursor")), "description": "Pass as `after` for the next page; null on the last."},
             "previous": {**_nullable(_schema("Cursor")),
                          "description": "Pass as `before` for the previous page; null on the first."},
+            "scan": _schema("ScanProgress"),
         },
-        "A page of dead jobs.",
+        "A page of dead jobs.", optional=("scan",),
+    ),
+    "ScanProgress": _object(
+        {
+            "examined": {**COUNT, "description": "Ids this search has examined so far, all its pages together."},
+            "total": {**COUNT, "description": "Ids the listed area holds now, all shards."},
+            "continue": {**_nullable(TEXT), "description": "Pass as `scan` (with the same filters) for the next page; "
+                                                           "null when the search is done."},
+        },
+        "A content search's progress (present only with error_class, error or payload): a page examines at most "
+        f"{PAGE_EXAMINED:,} ids, so it may hold fewer jobs than asked while more follow.",
     ),
     "BusyJobs": _object(
         {"jobs": {"type": "array", "items": _schema("BusyJob")},
@@ -436,12 +458,14 @@ SCHEMAS: Json = {
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
-        _object({**MATCHING_FILTER, "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
-                "Count the jobs the filter matches now.", optional=("order_by", "min", "max")),
-        _object({**MATCHING_FILTER, "confirm": {**TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
-                                               "description": "The token a dry run of the same action and filter "
-                                                              "answered: act on the jobs it counted."}},
-                "Act on the jobs a dry run counted.", optional=("order_by", "min", "max")),
+        _object({**MATCHING_FILTER, **CONTENT_FILTER,
+                 "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
+                "Count the jobs the filter matches now.", optional=("order_by", "min", "max", *CONTENT_FILTER)),
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, "confirm": {
+                    **TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
+                    "description": "The token a dry run of the same action and filter answered: act on the jobs it "
+                                   "counted."}},
+                "Act on the jobs a dry run counted.", optional=("order_by", "min", "max", *CONTENT_FILTER)),
     ]},
     "MatchingAnswer": {"oneOf": [
         _object({
@@ -594,6 +618,15 @@ def listing_parameters(area: str) -> list[Json]:
         {"name": "before", "in": "query", "required": False, "schema": _schema("Cursor"),
          "description": "The page before this cursor (a page's `previous`); paging back to the start "
                         "answers the full first page. Not with `after`."},
+        *({"name": name, "in": "query", "required": False, "schema": NEEDLE,
+           "description": f"{schema['description']} A content filter makes the listing a bounded search, shard by "
+                          "shard and by id within a shard (order_by and desc do not apply; min and max still "
+                          "do), paged with `scan`, never `after` or `before`; the reply's `scan` says how far it "
+                          "got. An empty value is refused."}
+          for name, schema in CONTENT_FILTER.items()),
+        {"name": "scan", "in": "query", "required": False, "schema": TEXT,
+         "description": "Where a content search goes on: the `scan.continue` of its previous page. Only with "
+                        "error_class, error or payload."},
     ]
 
 
@@ -790,10 +823,12 @@ def _matching_action(area: str) -> Json:
             "operationId": f"api_{area}_matching",
             "summary": f"Act on the {jobs} jobs a filter matches: count first, then confirm",
             "description": f"With dry_run: count the {jobs} jobs within min..max of order_by (all of them without "
-                           "bounds) and answer a token. With confirm: act on exactly the jobs that count named, of "
-                           "them on those that still match (jobs that came to match later are never touched). A "
-                           "token is used once and expires after 10 minutes; a reused, expired or mismatched (409) or "
-                           "unknown (404) token touches nothing. Recorded in the audit log.",
+                           "bounds) whose content matches error_class, error and payload when given (a search of "
+                           "every shard in short steps) and answer a token. With confirm: act on exactly the "
+                           "jobs that count named, of them on those that still match (jobs that came to match "
+                           "later are never touched). A token is used once and expires after 10 minutes; a "
+                           "reused, expired or mismatched (409) or unknown (404) token touches nothing. "
+                           "Recorded in the audit log.",
             "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
             "requestBody": {"required": True, "content": _json({"allOf": [_schema("MatchingRequest"), {"properties": {
                 "action": {"enum": list(MATCHING_VERBS[area])},

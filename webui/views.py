@@ -99,10 +99,9 @@ def enqueued(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     args = _listing_args("enqueued")
-    # What the bulk buttons would touch is counted with the page, before the operator confirms.
-    shown = listing.fetch(functools.partial(c.queries(view).enqueued, with_count=True), args)
+    shown = _shown(c, view, "enqueued", args)
     return page("lowkiq/enqueued.html", view=view, shown=shown, tab="enqueued", orders=AREA_ORDERS["enqueued"].orders,
-                now=c.clock(), matching=shown.matching or 0, filtered=bool(args.min or args.max))
+                now=c.clock(), matching=shown.matching or 0, filtered=args.bounded)
 
 
 @bp.get("/workers/<worker>/morgue")
@@ -110,11 +109,18 @@ def morgue(worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     args = _listing_args("morgue")
-    # What "Requeue/Delete matching" would touch is counted with the page, before the operator confirms.
-    shown = listing.fetch(functools.partial(c.queries(view).morgue, with_count=True), args)
-    matching = shown.matching or 0
+    shown = _shown(c, view, "morgue", args)
     return page("lowkiq/morgue.html", view=view, shown=shown, tab="morgue", orders=AREA_ORDERS["morgue"].orders,
-                now=c.clock(), matching=matching, filtered=bool(args.min or args.max))
+                now=c.clock(), matching=shown.matching or 0, filtered=args.bounded)
+
+
+def _shown(c: Console, view: WorkerView, area: str, args: listing.Listing) -> listing.Shown:
+    """A page of ``area``: a content search's page (bounded, with its progress), else a page of the index with
+    what the bulk buttons would touch counted in the same round trip, before the operator confirms."""
+    if args.content:
+        return listing.search(functools.partial(c.search, view, area), args)
+    query = c.queries(view).morgue if area == "morgue" else c.queries(view).enqueued
+    return listing.fetch(functools.partial(query, with_count=True), args)
 
 
 def _listing_args(area: str) -> listing.Listing:
@@ -146,7 +152,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     back = back_to(view)
     orders, default, _ = AREA_ORDERS[area]
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
-    bounds = {"min": args.min or None, "max": args.max or None}
+    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
     kind = "dead job" if area == "morgue" else "queued job"
     token = request.form.get("confirm", "")
     if not token:
@@ -175,10 +181,16 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
 
 def filter_text(args: listing.Listing, limit: int | None = None) -> str:
     """The filter for people; each value cut to ``limit`` characters when given."""
-    if not (args.min or args.max):
-        return "all"
-    low, high = (_bound_text(args.order_by, value, limit) for value in (args.min, args.max))
-    return f"{args.order_by} from {low or 'the first'} to {high or 'the last'}"
+    parts = []
+    if args.min or args.max:
+        low, high = (_bound_text(args.order_by, value, limit) for value in (args.min, args.max))
+        parts.append(f"{args.order_by} from {low or 'the first'} to {high or 'the last'}")
+    for name, label in (("error_class", "error class"), ("error", "error containing"),
+                        ("payload", "payload containing")):
+        value = getattr(args, name)
+        if value:
+            parts.append(f"{label} {formatting.clip(value, limit) if limit else value!r}")
+    return ", ".join(parts) or "all"
 
 
 def _bound_text(order_by: str, value: str, limit: int | None) -> str:

@@ -29,13 +29,15 @@ from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
 from ..serializers import load_json
 from ..store import audit, registry
+from ..store import search as content_search
 from ..store.actions import Actions, Filter
 from ..store.confirmations import Confirmations, Pending
 from ..store.keys import QueueKeys
 from ..store.membership import Member
 from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, Queries
+from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
+from ..store.search import Bounds, Content, Continuation, Search
 from ..transport import Transport
 from .operations import MATCHING
 
@@ -53,6 +55,9 @@ class AreaOrder(NamedTuple):
 REGISTRY_TTL = 5.0
 # Ids per requeue/delete script of a "matching" action: each script stays short, however many match.
 MATCHING_CHUNK = 1000
+# Ids per script of a "matching" action on a content filter: each id's error and payloads are read again to
+# check that it still matches, so a chunk holds fewer ids to stay as short.
+CONTENT_CHUNK = 250
 # What a "matching" action may do, by area and verb: the Actions method it runs on each chunk (read from
 # the one table of operator actions).
 MATCHING_VERBS = {area: {op.verb: op.method for op in MATCHING if op.area == area} for area in ("morgue", "enqueued")}
@@ -183,27 +188,46 @@ class Console:
         return Actions(self.client, view.keys, clock=self.clock)
 
     def count_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
-                       max: Any = None) -> Pending:
+                       max: Any = None, content: Content | None = None) -> Pending:
         """The dry run of a "matching" action (``MATCHING_VERBS[area][verb]``): the jobs of ``area``
-        ("morgue" or "enqueued") within ``min``..``max`` of ``order_by`` (all without bounds) are counted,
-        and their ids kept under a token that confirms acting on exactly those (``act_on_counted``)."""
+        ("morgue" or "enqueued") within ``min``..``max`` of ``order_by`` (all without bounds), and whose
+        ``content`` matches when given, are counted, and their ids kept under a token that confirms acting
+        on exactly those (``act_on_counted``). A content filter is a search of every shard in short steps."""
         _matching_method(area, verb)
+        scope = _scope(view, area, verb, order_by, min, max, content)
+        if content:
+            found = Search(self.client, view.keys).ids(area, content, bounds=_bounds(order_by, min, max))
+            return Confirmations(self.client).create(scope, found)
         q = self.queries(view)
         ids_of = q.morgue_ids if area == "morgue" else q.enqueued_ids
         chunks = ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK)
-        return Confirmations(self.client).create(_scope(view, area, verb, order_by, min, max), chunks)
+        return Confirmations(self.client).create(scope, chunks)
 
     def act_on_counted(self, view: WorkerView, area: str, verb: str, order_by: str, token: str, *, min: Any = None,
-                       max: Any = None) -> Counted:
+                       max: Any = None, content: Content | None = None) -> Counted:
         """Act on the jobs the dry run of ``token`` counted, and of those on the ones that still match the
-        filter: a job that came to match after the count is never touched. In chunks of MATCHING_CHUNK
-        ids, each its own short script. Raises ConfirmationRefused (touching nothing) for a token that
-        was used, has expired, was never issued or counted another action."""
+        filter (content included): a job that came to match after the count is never touched. In chunks of
+        MATCHING_CHUNK ids (CONTENT_CHUNK with a content filter), each its own short script. Raises
+        ConfirmationRefused (touching nothing) for a token that was used, has expired, was never issued or
+        counted another action."""
         act = getattr(self.actions(view), _matching_method(area, verb))
-        counted, chunks = Confirmations(self.client).take(token, _scope(view, area, verb, order_by, min, max))
-        within = Filter(order_by, min, max)
-        touched = sum(act(ids, within=within) for ids in chunks)
+        scope = _scope(view, area, verb, order_by, min, max, content)
+        counted, chunks = Confirmations(self.client).take(token, scope)
+        within = Filter(order_by, min, max, content=content or None, area=area)
+        step = CONTENT_CHUNK if content else MATCHING_CHUNK
+        touched = sum(act(ids[i:i + step], within=within) for ids in chunks for i in range(0, len(ids), step))
         return Counted(counted, touched)
+
+    def search(self, view: WorkerView, area: str, content: Content, *, limit: int, after: Continuation | None = None,
+               order_by: str = "id", min: Any = None, max: Any = None) -> tuple[list[Any], content_search.Found]:
+        """A page of the jobs of ``area`` whose content matches (and within min..max of order_by): the rows
+        found, and the search's page (how many ids it examined, where it goes on). A page examines a bounded
+        number of ids: it may hold fewer rows than ``limit``, and more may follow."""
+        found = Search(self.client, view.keys).page(area, content, limit=limit, after=after,
+                                                    bounds=_bounds(order_by, min, max))
+        q = self.queries(view)
+        fetch = q.morgue_jobs if area == "morgue" else q.jobs
+        return list(fetch(found.ids, cap=ROW_BYTES, error_cap=ROW_ERROR_BYTES)), found
 
     def act_on_all(self, view: WorkerView, method: str, *, who: str, source: str, action: str) -> int:
         """A whole-area action of ``Actions`` (``morgue_requeue_all``, ``kill_failed``, ...), in chunks, with
@@ -285,10 +309,19 @@ def _matching_method(area: str, verb: str) -> str:
                          f"expected one of {', '.join(MATCHING_VERBS.get(area, {}))}") from None
 
 
-def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max: Any) -> dict[str, str]:
+def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max: Any,
+           content: Content | None = None) -> dict[str, str]:
     """What a confirmation token confirms, field by field (the confirmed request must say the same)."""
+    content = content or Content()
     return {"worker": view.name, "area": area, "action": verb, "order_by": order_by,
-            "min": "" if min is None else str(min), "max": "" if max is None else str(max)}
+            "min": "" if min is None else str(min), "max": "" if max is None else str(max),
+            "error_class": content.error_class, "error": content.error, "payload": content.payload}
+
+
+def _bounds(order_by: str, min: Any, max: Any) -> Bounds:
+    """A listing's min..max as the search checks them: the order's index, bounds as the scripts read them."""
+    bounds = Filter(order_by, min, max).args()
+    return Bounds(order_by, bounds[2], bounds[3])
 
 
 def _redis_summary(info: dict[str, Any]) -> dict[str, Any]:

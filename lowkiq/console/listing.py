@@ -16,11 +16,14 @@ from typing import Any
 from ..errors import BadInput as BadInput
 from ..options import boolean, integer
 from ..store.queries import MAX_LIMIT, Cursor, Page
+from ..store.search import Content, Continuation, Found
 
 TIME_ORDERS = frozenset({"perform_in", "updated_at"})
 
 # Rows a page of the JSON API holds when the request does not say.
 API_PAGE_SIZE = 100
+# The content filters a listing takes, by parameter name.
+CONTENT_FIELDS = ("error_class", "error", "payload")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,20 @@ class Listing:
     limit: int
     after: Cursor | None = None
     before: Cursor | None = None
+    error_class: str = ""
+    error: str = ""
+    payload: str = ""
+    # Where a content search goes on (a Continuation's text); a content listing pages forwards only.
+    scan: str = ""
+
+    @property
+    def content(self) -> Content:
+        return Content(self.error_class, self.error, self.payload)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the listing filters at all (bounds or content): its bulk buttons say "matching", not "all"."""
+        return bool(self.min or self.max or self.content)
 
     def args(self, **changes: Any) -> dict[str, str]:
         """URL query arguments of this listing (with changes), leaving out empty ones."""
@@ -44,16 +61,20 @@ class Listing:
             out["after"] = listing.after.encode()
         if listing.before is not None:
             out["before"] = listing.before.encode()
+        for name in (*CONTENT_FIELDS, "scan"):
+            if getattr(listing, name):
+                out[name] = getattr(listing, name)
         return out
 
     def first_page(self) -> Listing:
-        return replace(self, after=None, before=None)
+        return replace(self, after=None, before=None, scan="")
 
 
 def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: str, default_limit: int,
-          default_desc: bool = False) -> Listing:
+          default_desc: bool = False, blank_is_absent: bool = True) -> Listing:
     """Raises BadInput saying which parameter is wrong. ``default_desc``: the direction of ``default_order`` when
-    desc is not given; another order without desc is ascending."""
+    desc is not given; another order without desc is ascending. ``blank_is_absent``: an empty content filter
+    is no filter (a form's empty field), else it is refused (an API caller asked for nothing by mistake)."""
     order_by = args.get("order_by") or default_order
     if order_by not in orders:
         raise BadInput(f"order_by must be one of {', '.join(orders)}, got {order_by!r}")
@@ -72,6 +93,17 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
     after, before = _cursor(args, "after"), _cursor(args, "before")
     if after and before:
         raise BadInput("give either after or before, not both")
+    content = content_filter(args, blank_is_absent=blank_is_absent)
+    scan = args.get("scan") or ""
+    if scan:
+        if not content:
+            raise BadInput("scan continues a content search: give it with error_class, error or payload")
+        try:
+            Continuation.decode(scan)
+        except ValueError as exc:
+            raise BadInput(f"scan: {exc}") from None
+    if content and (after or before):
+        raise BadInput("a content search pages with scan (the continuation it answered), not after or before")
     return Listing(
         order_by=order_by,
         desc=desc,
@@ -80,7 +112,29 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
         limit=limit,
         after=after,
         before=before,
+        error_class=content.error_class,
+        error=content.error,
+        payload=content.payload,
+        scan=scan,
     )
+
+
+def content_filter(args: Mapping[str, Any], *, blank_is_absent: bool = True) -> Content:
+    """The content filters of a request (error_class, error, payload), checked: BadInput names a bad one."""
+    values = {}
+    for name in CONTENT_FIELDS:
+        value = args.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise BadInput(f"{name} must be text, got {value!r:.100}")
+        if value == "" and not blank_is_absent:
+            raise BadInput(f"{name} must not be empty: leave it out to filter nothing")
+        values[name] = value
+    try:
+        return Content(**values)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
 
 
 # Lowkiq's API and web client, like Redis, write "no bound" as an infinity: -inf below, +inf (or inf) above.
@@ -143,6 +197,23 @@ class Shown:
     previous: Listing | None
     # Every row within the listing's filter, when the query counted them.
     matching: int | None = None
+    # A content search's progress: the ids it examined so far, of how many the area holds.
+    examined: int | None = None
+    total: int | None = None
+
+
+def search(query: Callable[..., tuple[list[Any], Found]], listing: Listing) -> Shown:
+    """A page of a content search (``Console.search`` of one view and area): the next page, if any, goes on
+    where this one stopped."""
+    try:
+        rows, found = query(listing.content, limit=listing.limit,
+                            after=Continuation.decode(listing.scan) if listing.scan else None,
+                            order_by=listing.order_by, min=listing.min or None, max=listing.max or None)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    following = replace(listing, scan=found.next.encode()) if found.next else None
+    return Shown(rows=rows, listing=listing, next=following, previous=None, examined=found.examined,
+                 total=found.total)
 
 
 def fetch(query: Callable[..., Page[Any]], listing: Listing) -> Shown:
