@@ -100,16 +100,21 @@ def parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=50, help="jobs at most (default 50)")
     _filter_arguments(listing, "queued: id, perform_in or retry_count; dead: id or updated_at")
     listing.add_argument("--desc", action="store_true", help="the highest first")
+    _content_arguments(listing)
+    listing.add_argument("--scan", metavar="TOKEN", default="",
+                         help="go on with a content search where its previous page stopped (the token it printed)")
     morgue = sub.add_parser("morgue", parents=[common], help=COMMANDS["morgue"])
     morgue.add_argument("action", choices=["requeue", "delete"])
     morgue.add_argument("worker")
-    scope = morgue.add_mutually_exclusive_group(required=True)
+    # Not required by argparse: content filters alone scope an action too (checked in morgue_action).
+    scope = morgue.add_mutually_exclusive_group()
     scope.add_argument("--ids", nargs="+", metavar="ID", help="these dead jobs")
     scope.add_argument("--filter", metavar="FIELD", choices=MORGUE_ORDERS,
                        help="the dead jobs whose FIELD (id or updated_at) is within --min..--max, as the console's "
                             "filter")
     scope.add_argument("--all", action="store_true", help="every dead job of the worker")
     _bounds_arguments(morgue)
+    _content_arguments(morgue)
     morgue.add_argument("--dry-run", action="store_true", help="count what would be touched, touch nothing; with "
                         "--filter or --all, also print a token that --confirm takes within 10 minutes")
     morgue.add_argument("--confirm", metavar="TOKEN", help="act on exactly the jobs an earlier --dry-run counted "
@@ -129,6 +134,25 @@ def parser() -> argparse.ArgumentParser:
 def _filter_arguments(p: argparse.ArgumentParser, fields: str) -> None:
     p.add_argument("--filter", metavar="FIELD", help=f"order and filter by FIELD ({fields}); with --min/--max")
     _bounds_arguments(p)
+
+
+def _content_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--error-class", metavar="CLASS", help="only jobs whose error's class (its text before the first "
+                   "':') is CLASS")
+    p.add_argument("--error", metavar="TEXT", help="only jobs whose error text contains TEXT (plain text)")
+    p.add_argument("--payload", metavar="TEXT", help="only jobs with a payload whose stored (serialized) text "
+                   "contains TEXT; content filters search a bounded number of jobs per page (see --scan)")
+
+
+def _content(args: argparse.Namespace) -> Any:
+    """The content filter of --error-class/--error/--payload, checked as the API checks it (an empty one refused)."""
+    from ..console import listing
+
+    given = {name: getattr(args, name) for name in listing.CONTENT_FIELDS if getattr(args, name) is not None}
+    try:
+        return listing.content_filter(given, blank_is_absent=False)
+    except listing.BadInput as exc:
+        raise OpsError(f"--{str(exc).replace('_', '-')}") from None
 
 
 def _bounds_arguments(p: argparse.ArgumentParser) -> None:
@@ -330,20 +354,59 @@ def list_jobs(c: Console, args: argparse.Namespace) -> Shown:
     worker, kind, limit = args.worker, args.kind, _limit(args.limit)
     view = c.worker(worker)
     q = c.queries(view)
+    content = _content(args)
     if kind == "busy":
-        if args.filter or args.min or args.max or args.desc:
-            raise OpsError("--filter, --min, --max and --desc apply to --queued and --dead, not --busy")
+        if args.filter or args.min or args.max or args.desc or content or args.scan:
+            raise OpsError("--filter, --min, --max, --desc and the content filters apply to --queued and --dead, "
+                           "not --busy")
         jobs = [_job(j, "busy", worker) for j in q.busy()[:limit]]
         data: dict[str, Any] = {"worker": worker, "kind": kind, "jobs": jobs}
         return Shown(data, lambda style: _jobs_text(data, limit, style))
     orders, default = (ENQUEUED_ORDERS, "perform_in") if kind == "queued" else (MORGUE_ORDERS, "updated_at")
     shown = _listing(args, orders, default)
+    if args.scan and not content:
+        raise OpsError("--scan goes on with a content search: give it with --error-class, --error or --payload")
+    if content:
+        return _searched(c, view, kind, shown, content, args.scan, limit)
     query = q.enqueued if kind == "queued" else q.morgue
     page = query(shown.order_by, desc=args.desc, min=shown.min or None, max=shown.max or None, limit=limit)
     jobs = [_job(j, kind, worker) for j in page.rows]
     data = {"worker": worker, "kind": kind, "jobs": jobs, **_filter_json(shown)}
     scope = f", {_scope_text(shown)}" if shown.min or shown.max else ""
     return Shown(data, lambda style: _jobs_text(data, limit, style, scope))
+
+
+def _searched(c: Console, view: Any, kind: str, shown: Any, content: Any, scan: str, limit: int) -> Shown:
+    """A page of a content search: it examines a bounded number of jobs, so it may show fewer than --limit
+    while more follow; it says how far it got and the --scan that goes on."""
+    from ..store.search import Continuation
+
+    try:
+        after = Continuation.decode(scan) if scan else None
+    except ValueError as exc:
+        raise OpsError(f"--scan: {exc}") from None
+    area = "enqueued" if kind == "queued" else "morgue"
+    try:
+        rows, found = c.search(view, area, content, limit=limit, after=after, order_by=shown.order_by,
+                               min=shown.min or None, max=shown.max or None)
+    except ValueError as exc:
+        raise OpsError(str(exc)) from None
+    jobs = [_job(j, kind, view.name) for j in rows]
+    following = found.next.encode() if found.next else None
+    data = {"worker": view.name, "kind": kind, "jobs": jobs, **_filter_json(shown),
+            "content": {name: value for name, value in zip(("error_class", "error", "payload"), content.args())
+                        if value},
+            "scan": {"examined": found.examined, "total": found.total, "continue": following}}
+    scope = f", {content.describe()}" + (f", {_scope_text(shown)}" if shown.min or shown.max else "")
+
+    def text(style: Style) -> str:
+        head = _jobs_text(data, -1, style, scope)
+        progress = f"examined {found.examined:,} of {found.total:,} jobs"
+        if following is None:
+            return f"{head}\n{progress}: the search is done"
+        return f"{head}\n{progress}; for more, add: --scan {shlex.quote(following)}"
+
+    return Shown(data, text)
 
 
 def _jobs_text(data: dict[str, Any], limit: int, style: Style, scope: str = "") -> str:
@@ -475,6 +538,12 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
     A filter's jobs are counted first (the dry run), and the action touches exactly the jobs
     counted, of them those that still match: never one that came to match after the count.
     """
+    content = _content(args)
+    if not (args.ids or args.filter or args.all or content):
+        raise OpsError("say which dead jobs: --ids, --filter FIELD, --all, or a content filter (--error-class, "
+                       "--error, --payload)")
+    if content and (args.ids or args.all):
+        raise OpsError("content filters go with --filter or alone, not with --ids or --all")
     view = c.worker(args.worker)
     if (args.min or args.max) and not args.filter:
         raise OpsError("--min and --max need --filter FIELD")
@@ -483,9 +552,13 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
         return _morgue_ids(c, view, verb, args)
     shown = _listing(args, MORGUE_ORDERS, "updated_at") if args.filter else None
     order_by = shown.order_by if shown else "updated_at"
-    bounds = {"min": (shown.min or None) if shown else None, "max": (shown.max or None) if shown else None}
-    scope = f"the dead jobs with {_scope_text(shown)}" if shown else "every dead job"
-    filtered = _filter_json(shown) if shown else {}
+    bounds: dict[str, Any] = {"min": (shown.min or None) if shown else None,
+                              "max": (shown.max or None) if shown else None, "content": content}
+    described = [part for part in (_scope_text(shown) if shown else "", content.describe()) if part]
+    scope = f"the dead jobs with {', '.join(described)}" if described else "every dead job"
+    filtered = {**(_filter_json(shown) if shown else {}),
+                **({"content": {name: value for name, value in zip(("error_class", "error", "payload"),
+                                                                    content.args()) if value}} if content else {})}
     token = args.confirm
     if token is None:
         pending = c.count_matching(view, "morgue", verb, order_by, **bounds)
@@ -503,9 +576,9 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
         done = c.act_on_counted(view, "morgue", verb, order_by, token, **bounds)
     except ConfirmationRefused as exc:
         raise OpsError(f"nothing done: {exc}") from None
-    action = f"morgue/{verb}_matching" if shown else f"morgue/{verb}"
+    action = f"morgue/{verb}_matching" if described else f"morgue/{verb}"
     audit.record(c.client, who=_user(), source="cli", action=action, worker=view.name, count=done.touched,
-                 scope=_scope_text(shown) if shown else "all")
+                 scope=", ".join(described) or "all")
     seconds = round(time.monotonic() - started, 3)
     data = {"worker": view.name, "action": action, "touched": done.touched, "counted": done.counted,
             "skipped": done.skipped, "seconds": seconds, **filtered}
@@ -535,7 +608,10 @@ def _command_line(args: argparse.Namespace, *, confirm: str) -> str:
     if args.filter:
         words += ["--filter", args.filter] + (["--min", args.min] if args.min else []) + \
                  (["--max", args.max] if args.max else [])
-    else:
+    for option in ("error_class", "error", "payload"):
+        if getattr(args, option) is not None:
+            words += [f"--{option.replace('_', '-')}", getattr(args, option)]
+    if args.all:
         words.append("--all")
     for option in ("redis_url", "app"):
         # Only a value with no password in it is repeated; a URL with one is left for the operator to add.
