@@ -66,8 +66,11 @@ def test_two_processes_share_the_shards_survive_a_kill_9_and_stop_on_term(versio
         time.sleep(1)
         victim = min(first)
         psutil.Process(victim).send_signal(signal.SIGKILL)
-        wait_until(lambda: len(children(parent.pid)) == 2 and victim not in children(parent.pid), timeout=15)
-        second = children(parent.pid)
+        def replaced() -> set[int] | None:
+            now = children(parent.pid)  # read once: the set the condition saw is the one used
+            return now if len(now) == 2 and victim not in now else None
+
+        second = wait_until(replaced, timeout=15)
         wait_covered(r, parent, second, versions.shards_count, timeout=20)
         assert "exited with signal SIGKILL" in parent.log() and "restarting it in 1 s" in parent.log()
         enqueued = producer.stop()
