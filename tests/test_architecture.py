@@ -43,6 +43,21 @@ def test_no_module_of_the_library_imports_the_web_package():
     assert offenders == {}
 
 
+def test_the_consoles_route_modules_never_import_each_other():
+    """Each route module takes what routes share from webui/http.py and the other helpers, never from
+    another route module (webui/__init__.py imports them all to register their routes)."""
+    routes = {"api", "audit_view", "export", "pause_view", "prometheus", "schedules_view", "servers", "stale",
+              "views"}
+    assert routes <= {p.stem for p in (ROOT / "webui").glob("*.py")}
+    crossings = {}
+    for name in sorted(routes):
+        found = {m.split(".")[1] for m in imported_modules(ROOT / "webui" / f"{name}.py")
+                 if m.startswith("webui.") and m.split(".")[1] in routes and m.split(".")[1] != name}
+        if found:
+            crossings[name] = sorted(found)
+    assert crossings == {}
+
+
 @pytest.mark.slow
 def test_lowkiq_and_its_operators_commands_load_no_flask(redis_url):
     probe = ("import sys, lowkiq, lowkiq.cli, lowkiq.cli.ops, lowkiq.console, lowkiq.server; "

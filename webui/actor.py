@@ -35,3 +35,13 @@ def actor() -> str:
 def record(c: Console, op: Operation, view: WorkerView, ids: Sequence[str], count: int, source: str) -> None:
     audit.record(c.client, who=actor(), source=source, action=op.path, worker=view.name, count=count,
                  ids=list(ids), scope="" if op.takes_ids else "all")
+
+
+def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], source: str) -> int:
+    """An operation, audited: on ids, one entry; on a whole area, in chunks, an entry when it starts
+    and one when it ends (or is cut off)."""
+    if not op.takes_ids:
+        return c.act_on_all(view, op.method, who=actor(), source=source, action=op.path)
+    count = op.run(c.actions(view), ids)
+    record(c, op, view, ids, count, source)
+    return count

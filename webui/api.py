@@ -17,9 +17,10 @@ from ..store.history import Minute
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
 from . import actor
 from .blueprint import bp
+from .dashboard import dashboard_data
+from .formatting import filter_text
 from .http import body_object, no_parameters, reply
 from .state import console, settings
-from .views import dashboard_data, filter_text, run_operation
 
 
 def job_json(job: Job, *, traceback: bool = False) -> dict[str, Any]:
@@ -269,7 +270,7 @@ def _body_ids(op: Operation) -> list[str]:
 def _api_act(op: Operation, worker: str) -> Response:
     c = console()
     view = c.worker(worker)
-    return reply({"count": run_operation(c, op, view, _body_ids(op), "api")})
+    return reply({"count": actor.run_operation(c, op, view, _body_ids(op), "api")})
 
 
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..console import listing
+
 # Payloads longer than this (or on several lines) are collapsed in <details>.
 SHORT_PAYLOAD = 80
 # A job page shows this many payloads at each end and folds those between, when there are many more.
@@ -174,3 +176,24 @@ def form_id_decode(value: str) -> str:
         return base64.b64decode(value[len(FORM_ID_PREFIX):].encode("ascii"), altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeError) as exc:
         raise ValueError(f"malformed job id {value[:100]!r}: {exc}") from None
+
+
+def filter_text(args: listing.Listing, limit: int | None = None) -> str:
+    """The filter for people; each value cut to ``limit`` characters when given."""
+    parts = []
+    if args.min or args.max:
+        low, high = (_bound_text(args.order_by, value, limit) for value in (args.min, args.max))
+        parts.append(f"{args.order_by} from {low or 'the first'} to {high or 'the last'}")
+    for name, label in (("error_class", "error class"), ("error", "error containing"),
+                        ("payload", "payload containing")):
+        value = getattr(args, name)
+        if value:
+            parts.append(f"{label} {clip(value, limit) if limit else value!r}")
+    return ", ".join(parts) or "all"
+
+
+def _bound_text(order_by: str, value: str, limit: int | None) -> str:
+    """A filter bound for people: a time as a date (its unix time beside it, exactly), else as given."""
+    if value and order_by in listing.TIME_ORDERS:
+        return f"{absolute(float(value))} ({value})"
+    return clip(value, limit) if limit else value

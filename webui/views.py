@@ -16,6 +16,8 @@ from ..store import audit, history
 from ..store.confirmations import ConfirmationRefused
 from . import actor, formatting, history_chart
 from .blueprint import bp
+from .dashboard import dashboard_data
+from .formatting import filter_text
 from .http import PAGE_SIZES, flash_back, page
 from .http import back as back_to
 from .state import console
@@ -27,38 +29,6 @@ FLASH_FILTER_CHARS = 100
 
 
 # ---- dashboard ------------------------------------------------------------
-
-
-def dashboard_data(c: Console) -> dict[str, Any]:
-    """Totals, a row per worker and Redis info: one round trip."""
-    rows, redis_info, members = c.dashboard()
-    now = c.clock()
-    totals = {
-        "processed": sum(m.processed for _, m in rows),
-        "failed": sum(m.failed for _, m in rows),
-        "busy": sum(m.busy for _, m in rows),
-        "enqueued": sum(m.length for _, m in rows),
-        "fresh": sum(m.fresh for _, m in rows),
-        "retries": sum(m.retries for _, m in rows),
-        "dead": sum(m.morgue_length for _, m in rows),
-        "held": sum(m.morgue_length for view, m in rows if view.info.holds_dead_ids),
-        "lag": max((m.lag for _, m in rows), default=0.0),
-    }
-    history_chart.record(c, [m for _, m in rows], now)
-    from ..console.servers import unserved
-    from .stale import stale_workers
-
-    return {
-        "servers": members,
-        "unserved": unserved(c, rows, members),
-        "stale": stale_workers(c, rows, members, now),
-        "rows": rows,
-        "broken": c.broken(),
-        "totals": totals,
-        "redis": redis_info,
-        "now": now,
-        "source": c.source,
-    }
 
 
 @bp.get("/")
@@ -179,27 +149,6 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
 
 
 
-def filter_text(args: listing.Listing, limit: int | None = None) -> str:
-    """The filter for people; each value cut to ``limit`` characters when given."""
-    parts = []
-    if args.min or args.max:
-        low, high = (_bound_text(args.order_by, value, limit) for value in (args.min, args.max))
-        parts.append(f"{args.order_by} from {low or 'the first'} to {high or 'the last'}")
-    for name, label in (("error_class", "error class"), ("error", "error containing"),
-                        ("payload", "payload containing")):
-        value = getattr(args, name)
-        if value:
-            parts.append(f"{label} {formatting.clip(value, limit) if limit else value!r}")
-    return ", ".join(parts) or "all"
-
-
-def _bound_text(order_by: str, value: str, limit: int | None) -> str:
-    """A filter bound for people: a time as a date (its unix time beside it, exactly), else as given."""
-    if value and order_by in listing.TIME_ORDERS:
-        return f"{formatting.absolute(float(value))} ({value})"
-    return formatting.clip(value, limit) if limit else value
-
-
 @bp.get("/workers/<worker>/busy")
 def busy(worker: str) -> Response:
     c = console()
@@ -293,17 +242,7 @@ def _act(op: Operation, worker: str) -> BaseResponse:
         raise BadInput(f"ids: {exc}") from None
     if op.takes_ids and not ids:
         return flash_back(back, "No job selected.")
-    return flash_back(back, op.message(run_operation(c, op, view, ids, "console")))
-
-
-def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], source: str) -> int:
-    """An operation, audited: on ids, one entry; on a whole area, in chunks, an entry when it starts
-    and one when it ends (or is cut off)."""
-    if not op.takes_ids:
-        return c.act_on_all(view, op.method, who=actor.actor(), source=source, action=op.path)
-    count = op.run(c.actions(view), ids)
-    actor.record(c, op, view, ids, count, source)
-    return count
+    return flash_back(back, op.message(actor.run_operation(c, op, view, ids, "console")))
 
 
 # A queued job's own "Retry now", on its page: the store's perform now, for that one id. As safe with leases as
@@ -324,7 +263,7 @@ def retry_now(worker: str) -> BaseResponse:
         raise BadInput(f"id: {exc}") from None
     if not job_id:
         raise BadInput("retry now needs the id of one queued job")
-    count = run_operation(c, RETRY_NOW, view, [job_id], "console")
+    count = actor.run_operation(c, RETRY_NOW, view, [job_id], "console")
     if count:
         return flash_back(back, f"Job {formatting.clip(job_id, FLASH_FILTER_CHARS)} will run now.")
     return flash_back(back, f"Job {formatting.clip(job_id, FLASH_FILTER_CHARS)} was already due, or is no longer "
