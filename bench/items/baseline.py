@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from ..lowkiq_side import _empty, blank_worker
 from ..options import Options
 from ..profiling import SpyRecorder, summarize
 from ..redis_server import RedisServer
+from ..versus import worktree
 
 PREVIOUS = "31e379d"
 OUT = Path(__file__).resolve().parents[1] / "out"
@@ -147,7 +146,7 @@ def run(sizes: Sizes, options: Options) -> ItemResult:
         "lowkiq.cli -r bench/apps/blank.py` with `PYTHONPATH` there) against the current working tree, "
         "alternating on one private redis-server; each variant enqueues with its own code; Redis counters "
         "(`INFO`) are read when the first perform has started and when the last one has ended")
-    with previous_tree() as tree, RedisServer() as redis_server:
+    with worktree(PREVIOUS) as tree, RedisServer() as redis_server:
         previous = Variant("previous", PREVIOUS, tree)
         current = Variant("current", _current_label(), "")
         previous.describe(tree)
@@ -211,21 +210,6 @@ def _current_label() -> str:
                              text=True).stdout.split("\n")
     changed = [line[3:] for line in changed if line.strip()]
     return f"{label.split('+')[0]}" + (f" + uncommitted {', '.join(changed)}" if changed else "")
-
-
-@contextmanager
-def previous_tree() -> Iterator[str]:
-    """A detached worktree of ``PREVIOUS``, removed afterwards whatever happens."""
-    folder = tempfile.mkdtemp(prefix="lowkiq-bench-previous-")
-    try:
-        subprocess.run(["git", "worktree", "add", "--detach", folder, PREVIOUS], cwd=ROOT, check=True,
-                       capture_output=True, text=True)
-        yield folder
-    finally:
-        removed = subprocess.run(["git", "worktree", "remove", "--force", folder], cwd=ROOT, capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
-        if removed.returncode != 0:
-            subprocess.run(["git", "worktree", "prune"], cwd=ROOT, capture_output=True)
 
 
 # --- one drain ---------------------------------------------------------------------------------------

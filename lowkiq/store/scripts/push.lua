@@ -140,30 +140,6 @@ local function appended(stored, entry, limit, overflow)
   return appendable(count, all, last), dropped
 end
 
--- ARGV[7] = '1' for a worker whose morgue_policy is 'whole_id': an id in the morgue is held there, and
--- its new payloads join its morgue job (in score order) instead of the queue. One HEXISTS per id.
-local held = 0
-if ARGV[7] == '1' then
-  local kept_ids, kept_due, kept_blobs, kept_more, kept_groups = {}, {}, {}, {}, {}
-  for n, id in ipairs(ids) do
-    if redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then
-      local incoming = {}
-      for _, b in ipairs({ blobs[n], unpack(more[n] or {}) }) do
-        local pair = decode(b)
-        incoming[#incoming + 1] = pair[1]
-        incoming[#incoming + 1] = pair[2]
-      end
-      morgue_put(id, incoming, now, false)
-      held = held + 1
-    else
-      local k = #kept_ids + 1
-      kept_ids[k], kept_due[k], kept_blobs[k], kept_more[k] = id, due[n], blobs[n], more[n]
-      kept_groups[k] = groups[n]
-    end
-  end
-  ids, due, blobs, more, groups = kept_ids, kept_due, kept_blobs, kept_more, kept_groups
-end
-
 -- The incoming pairs of the n-th id, decoded: {payload, score, ...}.
 local function incoming_of(n)
   local incoming = {}
@@ -173,6 +149,24 @@ local function incoming_of(n)
     incoming[#incoming + 1] = pair[2]
   end
   return incoming
+end
+
+-- ARGV[7] = '1' for a worker whose morgue_policy is 'whole_id': an id in the morgue is held there, and
+-- its new payloads join its morgue job (in score order) instead of the queue. One HEXISTS per id.
+local held = 0
+if ARGV[7] == '1' then
+  local kept_ids, kept_due, kept_blobs, kept_more, kept_groups = {}, {}, {}, {}, {}
+  for n, id in ipairs(ids) do
+    if redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then
+      morgue_put(id, incoming_of(n), now, false)
+      held = held + 1
+    else
+      local k = #kept_ids + 1
+      kept_ids[k], kept_due[k], kept_blobs[k], kept_more[k] = id, due[n], blobs[n], more[n]
+      kept_groups[k] = groups[n]
+    end
+  end
+  ids, due, blobs, more, groups = kept_ids, kept_due, kept_blobs, kept_more, kept_groups
 end
 
 -- 'reject' writes nothing of the slice when any id would pass the cap: every id is checked first.
