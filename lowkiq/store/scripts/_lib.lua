@@ -389,8 +389,12 @@ end
 -- otherwise (failed or requeued job) the incoming values win.
 local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedule)
   local existing = redis.call('HGET', K_PAYLOADS, id)
-  -- (without a queued job, payloads come from Redis (processing, morgue): already sorted and unique)
-  payloads_merge(id, existing, payloads, 0, '')
+  if existing then
+    payloads_merge(id, existing, payloads, 0, '')
+  else
+    -- they come from Redis (processing, the morgue): already sorted and unique, stored as they are
+    payloads_store(id, payloads, nil)
+  end
   if existing and keep_schedule then return end
   redis.call('ZADD', K_READY, num(perform_in), id)
   group_requeued(id, perform_in)
