@@ -121,7 +121,7 @@ def commands_of_one_version(r, job_id: str, v: int) -> dict[str, int]:
     r.config_resetstat()
     OrdersWorker.perform_async([{"id": job_id, "payload": f"v{v}", "score": v}])
     stats = r.info("commandstats")
-    return {name: int(s["calls"]) for name, s in stats.items() if name not in ("cmdstat_config|resetstat",)}
+    return {name: int(s["calls"]) for name, s in stats.items() if not name.startswith("cmdstat_config")}
 
 
 def test_one_more_version_runs_the_same_commands_whatever_the_id_holds(r):
@@ -159,7 +159,7 @@ def test_the_hot_path_runs_a_fixed_number_of_redis_commands_per_job(r):
     stats = r.info("commandstats")
     scripts = int(stats["cmdstat_evalsha"]["calls"])
     inside = {name.removeprefix("cmdstat_"): int(s["calls"]) for name, s in stats.items()
-              if name not in ("cmdstat_evalsha", "cmdstat_config|resetstat")}
+              if name != "cmdstat_evalsha" and not name.startswith("cmdstat_config")}  # Redis 6.2: "config"
     assert jobs == scripts == 3 * 20
     per_job = {name: calls / jobs for name, calls in sorted(inside.items())}
     assert per_job == HOT_PATH_COMMANDS_PER_JOB, per_job
