@@ -296,17 +296,12 @@ local function payloads_of(id, field)
   return decode(field)
 end
 
--- Merges pairs into queued ``id`` (``field``: its K_PAYLOADS field, nil for a new id) under the per-id cap
--- (0: none): 'drop_oldest' keeps the newest, 'reject' writes nothing and returns an error reply.
--- Returns how many payloads the cap dropped.
-local function payloads_merge(id, field, incoming, limit, overflow)
+-- Merges pairs into queued ``id`` (``field``: its K_PAYLOADS field, nil for a new id), keeping the newest
+-- ``limit`` payloads (0: all of them). Returns how many payloads the cap dropped. A 'reject' cap is the
+-- push script's to check, for its whole slice, before anything is written.
+local function payloads_merge(id, field, incoming, limit)
   local held = spilled_count(field)
   if held then
-    local after = held + spill_new(id, incoming)
-    if limit > 0 and after > limit and overflow == 'reject' then
-      return redis.error_reply('PAYLOAD_LIMIT id ' .. id .. ' would hold ' .. after .. ' payloads; the limit is ' ..
-        limit .. ' (max_payloads_per_id); nothing of this slice was written')
-    end
     held = spill_add(id, incoming, held)
     local dropped = 0
     if limit > 0 and held > limit then
@@ -320,10 +315,6 @@ local function payloads_merge(id, field, incoming, limit, overflow)
   local extra = #merged / 2 - limit
   local dropped = 0
   if limit > 0 and extra > 0 then
-    if overflow == 'reject' then
-      return redis.error_reply('PAYLOAD_LIMIT id ' .. id .. ' would hold ' .. (#merged / 2) ..
-        ' payloads; the limit is ' .. limit .. ' (max_payloads_per_id); nothing of this slice was written')
-    end
     local kept = {}
     for k = 2 * extra + 1, #merged do kept[#kept + 1] = merged[k] end
     merged = kept
@@ -390,7 +381,7 @@ end
 local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedule)
   local existing = redis.call('HGET', K_PAYLOADS, id)
   if existing then
-    payloads_merge(id, existing, payloads, 0, '')
+    payloads_merge(id, existing, payloads, 0)
   else
     -- they come from Redis (processing, the morgue): already sorted and unique, stored as they are
     payloads_store(id, payloads, nil)

@@ -211,7 +211,7 @@ for c = 1, #ids, CHUNK do
       dropped = dropped + cut
     elseif entry then
       -- Merging: decode everything (a long list is spilled: its merge costs the same whatever it holds)
-      dropped = dropped + payloads_merge(id, queued, incoming_of(n), limit, overflow)
+      dropped = dropped + payloads_merge(id, queued, incoming_of(n), limit)
       blob = nil
     end
     if blob then
