@@ -103,20 +103,10 @@ local function clip_payloads(blob, cap)
   return array_header(2 * shown) .. table.concat(parts), held, 0
 end
 
--- A stored error (lowkiq.stored_error): the error and the traceback, each cut to ``cap`` bytes, and
--- their sizes.
-local MARK = '\0lowkiq:traceback\0'
+-- A stored error: the error and the traceback (error_split), each cut to ``cap`` bytes, and their sizes.
 local function error_parts(raw, cap)
   if not raw then return false, 0, false, 0 end
-  local es, elen, ts, tlen = 1, #raw, nil, 0
-  if string.sub(raw, 1, #MARK) == MARK and #raw >= #MARK + 4 then
-    local size = be(raw, #MARK + 1, 4)
-    local start = #MARK + 5
-    if start + size - 1 <= #raw then
-      es, elen = start, size
-      ts, tlen = start + size, #raw - start - size + 1
-    end
-  end
+  local es, elen, ts, tlen = error_split(raw)
   local err = string.sub(raw, es, es + ((cap and math.min(elen, cap)) or elen) - 1)
   local tb = false
   if ts and tlen > 0 then tb = string.sub(raw, ts, ts + ((cap and math.min(tlen, cap)) or tlen) - 1) end
