@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import log_format
 from ..store import leases, lua
-from ..store.leases import Held, Lease, LeaseRefused, refusal
+from ..store.leases import Held, Lease, refusal
 from ..worker import Shard
 
 if TYPE_CHECKING:
@@ -197,9 +197,6 @@ class Holdings:
         return restored, lost
 
     # -- losing -----------------------------------------------------------------
-
-    def refused(self, lease: Lease, exc: LeaseRefused, by: str, consequence: str) -> bool:
-        return self.lost(lease, exc.reason, by, consequence)
 
     def lost(self, lease: Lease, reason: str, by: str, consequence: str) -> bool:
         """Redis no longer holds ``lease`` for this process: another process may hold the shard now. Marked,
