@@ -23,13 +23,12 @@ from .. import log_format
 from ..store import leases, lua
 from ..store.leases import Held, Lease, refusal
 from ..worker import Shard
+from .assignment import ShardId
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
 
 log = logging.getLogger("lowkiq.server")
-
-ShardId = tuple[str, int]  # (queue name, shard index)
 
 CRASH_ERROR = ("lowkiq: the server process died while performing this job {limit} times in a row "
                "(its lease expired with the job in processing); moved to the morgue so that it stops "
