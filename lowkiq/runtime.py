@@ -24,6 +24,7 @@ from .middleware import run_chain
 from .redis_clock import RedisClock
 from .store import layout, registry
 from .store.actions import Actions
+from .store.id_history import IdHistories
 from .store.queries import Queries
 from .store.queue import Queue
 from .transport import Transport
@@ -71,8 +72,11 @@ class Runtime:
         s = self.settings
         return Queries(self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error)
 
-    def actions(self, worker: type[Worker]) -> Actions:
-        return Actions(self.client, worker.keys(), clock=self.clock)
+    def actions(self, worker: type[Worker], *, actor: str = "") -> Actions:
+        return Actions(self.client, worker.keys(), clock=self.clock, actor=actor)
+
+    def histories(self, worker: type[Worker]) -> IdHistories:
+        return IdHistories(self.client, worker.keys(), load_error=self.settings.load_error)
 
     def enqueue(self, worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
         if isinstance(jobs, (Mapping, str, bytes)):

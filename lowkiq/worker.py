@@ -61,6 +61,10 @@ class Worker:
     debounce_max: ClassVar[float | None] = None
     group_concurrency: ClassVar[int | None] = None
     group_rate_limit: ClassVar[tuple[int, float] | None] = None
+    # Each id's history (docs/history.md): how many of its shard's latest events each shard keeps (0: no
+    # history, nothing written for it), and for how long at most (seconds).
+    history_length: ClassVar[int] = 10_000
+    history_max_age: ClassVar[float] = 7 * 24 * 3600
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -81,6 +85,7 @@ class Worker:
             raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
                              f"got {cls.payload_overflow!r}")
         _check_flow_attributes(cls)
+        _check_history(cls)
         fairness.check(cls)
 
     def retry_in(self, retry_count: int) -> float:
@@ -126,6 +131,14 @@ def check_perform(cls: type[Worker]) -> None:
             f"a server would fail each of its jobs and retry it for about 20 days)")
     if not callable(perform):
         raise ConfigurationError(f"{cls.__name__}.perform must be a method taking payloads_by_id, got {perform!r}")
+
+
+def _check_history(cls: type[Worker]) -> None:
+    name, length, age = cls.__name__, cls.history_length, cls.history_max_age
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise ValueError(f"{name}.history_length must be an int >= 0 (0: keep no history), got {length!r}")
+    if isinstance(age, bool) or not isinstance(age, (int, float)) or not math.isfinite(age) or age <= 0:
+        raise ValueError(f"{name}.history_max_age must be a positive number of seconds, got {age!r}")
 
 
 def _check_flow_attributes(cls: type[Worker]) -> None:

@@ -71,10 +71,13 @@ class Filter:
 
 
 class Actions:
-    def __init__(self, client: Transport | redis.Redis, keys: QueueKeys, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, client: Transport | redis.Redis, keys: QueueKeys, *, clock: Callable[[], float] = time.time,
+                 actor: str = "") -> None:
         self.client = as_transport(client)
         self.keys = keys
         self.clock = clock
+        # Who acts: each touched id's history names them (docs/history.md).
+        self.actor = actor
         self._shards = keys.shards()
 
     # ---- on given ids (optionally only those still matching a filter) ------------------
@@ -142,7 +145,7 @@ class Actions:
             if not active:
                 return touched
             asked = [min(CHUNK, left[shard]) for shard in active]
-            calls: list[lua.Call] = [(name, shard, (*head(), "all", n)) for shard, n in zip(active, asked)]
+            calls: list[lua.Call] = [(name, shard, (self.actor, *head(), "all", n)) for shard, n in zip(active, asked)]
             for shard, limit, n in zip(active, asked, self._run(calls, wake)):
                 left[shard] = 0 if n < limit else left[shard] - n
                 touched += n
@@ -155,7 +158,7 @@ class Actions:
         groups: dict[int, list[str]] = {}
         for job_id in dict.fromkeys(str(i) for i in ids):
             groups.setdefault(codec.shard_of(job_id, self.keys.shards_count), []).append(job_id)
-        calls: list[lua.Call] = [(name, self._shards[shard], (*head, *target, *shard_ids))
+        calls: list[lua.Call] = [(name, self._shards[shard], (self.actor, *head, *target, *shard_ids))
                                  for shard, shard_ids in sorted(groups.items())]
         return sum(self._run(calls, wake))
 

@@ -171,6 +171,12 @@ class ShardKeys:
         return f"{self.tag}:spilled_scores"
 
     @property
+    def events_stream(self) -> str:
+        """Each id's history (docs/history.md): one entry per script call that moved ids of this shard, ``k`` its
+        kind and ``d`` its msgpack detail (lowkiq.store.id_history), the newest ``history_length`` kept."""
+        return f"{self.tag}:events"
+
+    @property
     def wake_message(self) -> str:
         return f"{self.queue_name}:{self.shard}"
 
@@ -205,6 +211,7 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_GLENGTHS", "group_lengths_zset"),
     ("K_SPILL", "spilled_payloads_zset"),
     ("K_SPILL_SCORES", "spilled_scores_hash"),
+    ("K_EVENTS", "events_stream"),
 )
 
 

@@ -68,6 +68,7 @@ NAMES = (
     "untake",
     "schedule_tick",
     "schedule_pause",
+    "history_trim",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

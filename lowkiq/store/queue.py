@@ -81,6 +81,9 @@ class Queue:
         self.durable_wait_ms = durable_wait_ms
         self.keys = keys
         self.worker = worker  # the Worker class: its per-id payload cap
+        # Its history_length for the scripts ('' without a worker: the one the shard's holder wrote, or the default).
+        length = getattr(worker, "history_length", None)
+        self._history = "" if length is None else str(length)
         self.load_payload = load_payload
         self.load_error = load_error
         self.clock = clock
@@ -117,6 +120,7 @@ class Queue:
         hold = "1" if getattr(self.worker, "morgue_policy", "") == "whole_id" else ""
         debounce = getattr(self.worker, "debounce", None)
         debounce_args = ("", "") if debounce is None else (repr(float(debounce)), repr(debounce_max(self.worker)))
+        history = self._history
         calls: list[lua.Call] = []
         call_positions = []
         for shard, flat in sorted(by_shard.items()):
@@ -131,7 +135,7 @@ class Queue:
                           for x in (number - first + 1, group)]
                 calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message,
                                             hold, msgpack.packb(groups, use_bin_type=False) if groups else "",
-                                            *debounce_args)))
+                                            *debounce_args, history)))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:
@@ -248,12 +252,14 @@ class Queue:
         calls: list[lua.Call] = []
         if ack is not None and not same_shard:
             lease, ids = ack
-            calls.append(("ack_and_take", lease.keys, (stamp, 0, lease.grant, ttl_ms(lease.ttl), thread, *ids)))
+            # another shard's ack (of this queue or another): its history length is the one its takes wrote
+            calls.append(("ack_and_take", lease.keys, (stamp, 0, lease.grant, ttl_ms(lease.ttl), thread, "", *ids)))
         if take is not None:
             lease, limit = take
             acked = ack[1] if same_shard and ack is not None else ()
             wanted: int | bytes = limit if blocked is None else msgpack.packb([limit, list(blocked)], use_bin_type=False)
-            calls.append(("ack_and_take", lease.keys, (stamp, wanted, lease.grant, ttl_ms(lease.ttl), thread, *acked)))
+            calls.append(("ack_and_take", lease.keys, (stamp, wanted, lease.grant, ttl_ms(lease.ttl), thread,
+                                                       self._history, *acked)))
         taking = len(calls) - 1
         calls.extend(extra)
         if not calls:

@@ -554,11 +554,55 @@ local function clock_now(arg)
   return now, now_ms
 end
 
+-- Each id's history (lowkiq.store.id_history, docs/history.md): a script call that moves ids writes one
+-- entry into the shard's K_EVENTS stream, {k = its kind, d = msgpack of what happened}, and the stream
+-- keeps its newest ``history_length`` entries (the holder of the lease trims them by age too). One XADD
+-- per call, whatever the batch: a take and its ack are one entry. A worker's servers and producers say
+-- its length: a script without the worker at hand reads the one the shard's holder wrote into K_LEASE.
+local HISTORY_DEFAULT = 10000
+-- The lease's fields as refusal() read them (nil when the script did not check a lease).
+local LEASE = nil
+
+-- The shard's history length: ``given`` ('' or nil: the one its holder wrote, else the default).
+local function history_length(given)
+  if given and given ~= '' then return tonumber(given) end
+  local stored
+  if LEASE then stored = LEASE.history else stored = redis.call('HGET', K_LEASE, 'history') end
+  return tonumber(stored or HISTORY_DEFAULT)
+end
+
+local function history_add(length, kind, detail)
+  if length > 0 then
+    redis.call('XADD', K_EVENTS, 'MAXLEN', '~', length, '*', 'k', kind, 'd', cmsgpack.pack(detail))
+  end
+end
+
+-- The holder's identity for an entry: {member id, fencing token as "cfg_epoch:fence"}.
+local function history_holder()
+  if not LEASE then return { false, false } end
+  return { LEASE.owner or false, (LEASE.cfg_epoch or '0') .. ':' .. (LEASE.fence or '') }
+end
+
+-- A stored error as an entry keeps it: whole up to 4 KB; past that its text cut to 2 KB and its
+-- traceback's last lines kept within 4 KB (where the exception was raised).
+local HISTORY_ERROR_BYTES = 4096
+local function history_error(raw)
+  if not raw or #raw <= HISTORY_ERROR_BYTES then return raw or false end
+  local es, elen, ts, tlen = error_split(raw)
+  local text = string.sub(raw, es, es + math.min(elen, 2048) - 1)
+  local traceback = ''
+  if ts then
+    local room = HISTORY_ERROR_BYTES - #text - 64
+    traceback = string.sub(raw, math.max(ts, ts + tlen - room), ts + tlen - 1)
+  end
+  return TRACEBACK_MARK .. struct.pack('>I4', #text) .. text .. traceback
+end
+
 -- Fencing: nil when ``grant`` holds this shard's lease now, else the error reply that
 -- refuses the caller (FENCED: another grant or a release came since; LEASE_EXPIRED: nobody
 -- renewed it in time, so another process may take it over at any moment).
 local function refusal(grant, now_ms)
-  local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms')
+  local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms', 'owner', 'cfg_epoch', 'fence', 'history')
   if lease[1] ~= grant or lease[2] ~= 'held' then
     return redis.error_reply('FENCED ' .. K_LEASE .. ' is not held by grant ' .. tostring(grant))
   end
@@ -566,26 +610,29 @@ local function refusal(grant, now_ms)
   if late > 0 then
     return redis.error_reply('LEASE_EXPIRED ' .. K_LEASE .. ' expired ' .. late .. ' ms ago')
   end
+  LEASE = { owner = lease[4], cfg_epoch = lease[5], fence = lease[6], history = lease[7] }
   return nil
 end
 
 -- Every job left in processing goes back to the queue (merge rule "failed job": its own
--- retry_count, perform_in and error win). Returns how many.
+-- retry_count, perform_in and error win). Returns how many, and their ids.
 local function restore_processing()
   local records = redis.call('HGETALL', K_PROCESSING)
+  local ids = {}
   for i = 1, #records, 2 do
     local retry_count, perform_in, err, payloads = cmsgpack.unpack(records[i + 1])
     queue_put(records[i], payloads, perform_in, retry_count, err, false)
+    ids[#ids + 1] = records[i]
   end
   redis.call('DEL', K_PROCESSING)
-  return #records / 2
+  return #records / 2, ids
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
 -- they carried is over, and so is their group unless the id is queued again. ``crashes``,
 -- ``grouped``: whether the shard holds crash counts, groups (nil: look).
 local function acknowledge(first, crashes, grouped)
-  if #ARGV < first then return end
+  if #ARGV < first then return {} end
   local n = 0
   if crashes == nil then crashes = redis.call('EXISTS', K_CRASHES) == 1 end
   if grouped == nil then grouped = redis.call('EXISTS', K_GROUP_OF) == 1 end
@@ -598,4 +645,7 @@ local function acknowledge(first, crashes, grouped)
     for i = first, #ARGV do group_forget(ARGV[i], true, false, true) end
   end
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
+  local ids = {}
+  for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
+  return ids
 end

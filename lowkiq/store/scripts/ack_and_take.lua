@@ -1,7 +1,8 @@
 -- The hot path: acknowledge the shard's finished batch and take its next one, in one step.
 -- Fenced: only the holder of the shard's lease may do it, and doing it renews the lease.
 -- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
--- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6..] = ids to acknowledge
+-- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6] = the worker's history_length
+-- ('' : the one the shard's holder wrote), ARGV[7..] = ids to acknowledge
 -- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...},
 -- and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
 -- the server performs that batch alone, so that a job that kills it takes no neighbour along).
@@ -28,7 +29,8 @@ if refused then return refused end
 -- rules them all out, and a shard without any takes Lowkiq's path unchanged.
 local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
-acknowledge(6, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1)
+local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1)
+local history = history_length(ARGV[6])
 
 local fair = false
 if rare and redis.call('EXISTS', K_GROUPS) == 1 then
@@ -161,6 +163,7 @@ end
 
 local out = { false }
 local head = nil
+local taken = nil
 if limit > 0 then
   local ready
   if fair then
@@ -212,7 +215,8 @@ if limit > 0 then
     if any_errors then call_chunked('HDEL', K_ERRORS, ids, 1) end
     -- started: a debounced id's window is over
     if rare and redis.call('EXISTS', K_FIRST) == 1 then call_chunked('HDEL', K_FIRST, ids, 1) end
-    redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms)
+    redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms, 'history', history)
+    taken = ids
     if suspect then out[#out + 1] = 1 end
     if blocked then
       local groups = {}
@@ -235,6 +239,10 @@ if fair then
 elseif head == nil then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
+end
+if taken or #acked > 0 then
+  local holder = history_holder()
+  history_add(history, 'run', { holder[1], holder[2], ARGV[5], acked, taken or {} })
 end
 out[1] = head or false
 return out

@@ -22,7 +22,7 @@ end
 -- server of a version without leases was stopped mid-batch. Only a takeover from another
 -- member counts as a crash of its jobs.
 local crashed = state == 'held' and owner ~= member
-local restored, morgued = 0, {}
+local restored, morgued, back = 0, {}, {}
 local records = redis.call('HGETALL', K_PROCESSING)
 for i = 1, #records, 2 do
   local id = records[i]
@@ -36,6 +36,7 @@ for i = 1, #records, 2 do
   else
     queue_put(id, payloads, perform_in, retry_count, err, false)
     restored = restored + 1
+    back[#back + 1] = id
   end
 end
 if #records > 0 then redis.call('DEL', K_PROCESSING) end
@@ -79,4 +80,8 @@ redis.call('HSET', K_LEASE, 'state', 'held', 'owner', member, 'grant', grant,
   'cfg_epoch', string.format('%.0f', cfg_epoch), 'fence', string.format('%.0f', fence),
   'expires_ms', now_ms + ttl, 'acquired_ms', now_ms)
 redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')
+if #records > 0 then
+  history_add(history_length(), 'over', { member, string.format('%.0f:%.0f', cfg_epoch, fence), owner or false,
+    crashed, back, morgued })
+end
 return { 1, epoch, cfg_epoch, restored, morgued, fence }

@@ -22,9 +22,12 @@ local crash_limit = tonumber(ARGV[6])
 local acked = tonumber(ARGV[7])
 local first = 8 + acked
 local missing, morgued, failed, survived = {}, { false }, {}, {}
+-- history: for each failed id {id, its retry_count now, 'retry' or 'dead', its next try or how many of its
+-- payloads died, its own error or false (false: the batch's)}
+local outcomes = {}
+local ids = {}
 if acked > 0 then
   -- acknowledge() reads ARGV[8..]: the failures after them must not be taken for ids
-  local ids = {}
   for i = 8, first - 1 do ids[#ids + 1] = ARGV[i] end
   local n = 0
   for i = 1, #ids, CHUNK do
@@ -35,7 +38,8 @@ if acked > 0 then
 end
 for i = first, #ARGV, 3 do
   local id, next_perform_in, err = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]
-  if err == '' then err = batch_err end
+  local own = err ~= ''
+  if not own then err = batch_err end
   if relative then next_perform_in = now + next_perform_in end
   local record = redis.call('HGET', K_PROCESSING, id)
   if record then
@@ -66,8 +70,10 @@ for i = first, #ARGV, 3 do
       morgue_put(id, dead, now, err)
       morgued[#morgued + 1] = id
       morgued[#morgued + 1] = encode(dead)
+      outcomes[#outcomes + 1] = { id, retry_count, 'dead', #dead / 2, own and history_error(err) }
     else
       queue_put(id, payloads, next_perform_in, retry_count, err, false)
+      outcomes[#outcomes + 1] = { id, retry_count, 'retry', next_perform_in, own and history_error(err) }
     end
     redis.call('HDEL', K_PROCESSING, id)
     failed[#failed + 1] = id
@@ -80,6 +86,11 @@ if #failed > 0 then
   redis.call('HINCRBY', K_COUNTERS, 'failed', #failed)
   -- The process lived through the perform: earlier crashes of these jobs no longer count.
   if #survived > 0 and redis.call('EXISTS', K_CRASHES) == 1 then call_chunked('HDEL', K_CRASHES, survived, 1) end
+end
+if #outcomes > 0 or #ids > 0 then
+  local holder = history_holder()
+  history_add(history_length(), 'fail', { holder[1], holder[2], history_error(batch_err), ids, outcomes,
+    crash_limit > 0 })
 end
 morgued[1] = missing
 return morgued

@@ -1,14 +1,15 @@
 -- Make jobs scheduled in the future ready now: a chunk of the shard's ('all', limit: the ones due
 -- soonest), or the given ids (see target_ids).
--- ARGV[1] = now ('' : the Redis server's clock), ARGV[2..] = the targets
+-- ARGV[1] = who acts (an operator's name, for each id's history; '' when unknown)
+-- ARGV[2] = now ('' : the Redis server's clock), ARGV[3..] = the targets
 -- Returns the number of jobs rescheduled.
-local now = clock_now(ARGV[1])
+local now = clock_now(ARGV[2])
 local later
-if ARGV[2] == 'all' then
-  later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. num(now), '+inf', 'LIMIT', 0, tonumber(ARGV[3]))
+if ARGV[3] == 'all' then
+  later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. num(now), '+inf', 'LIMIT', 0, tonumber(ARGV[4]))
 else
   later = {}
-  for _, id in ipairs(target_ids(2, K_READY)) do
+  for _, id in ipairs(target_ids(3, K_READY)) do
     local score = redis.call('ZSCORE', K_READY, id)
     if score and tonumber(score) > now then later[#later + 1] = id end
   end
@@ -23,4 +24,5 @@ call_chunked('ZADD', K_READY, args, 2)
 if redis.call('EXISTS', K_GROUPS) == 1 then
   for _, id in ipairs(later) do group_requeued(id, now) end
 end
+if #later > 0 then history_add(history_length(), 'op', { ARGV[1], 'perform_now', later }) end
 return #later

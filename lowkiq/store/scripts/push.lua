@@ -11,6 +11,7 @@
 -- ARGV[8] = msgpack flat array {job number in ARGV[1] (from 1), group, ...} of the jobs that carry a
 --           group, or '' (docs/fairness.md: an id's group is the one of the job that created it)
 -- ARGV[9], ARGV[10] = the worker's debounce and debounce_max in seconds, or '' (SPEC, "Debounce")
+-- ARGV[11] = the worker's history_length ('' or none: the one the shard's holder wrote)
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns {the number of distinct ids written, how many payloads a cap dropped}.
@@ -154,12 +155,16 @@ end
 -- ARGV[7] = '1' for a worker whose morgue_policy is 'whole_id': an id in the morgue is held there, and
 -- its new payloads join its morgue job (in score order) instead of the queue. One HEXISTS per id.
 local held = 0
+-- history: {id, versions this call brought, 'new' / 'merged' / 'morgue' (joined its dead job), due or false}
+local arrived = {}
+local function versions(n) return 1 + #(more[n] or {}) end
 if ARGV[7] == '1' then
   local kept_ids, kept_due, kept_blobs, kept_more, kept_groups = {}, {}, {}, {}, {}
   for n, id in ipairs(ids) do
     if redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then
       morgue_put(id, incoming_of(n), now, false)
       held = held + 1
+      arrived[#arrived + 1] = { id, versions(n), 'morgue', false }
     else
       local k = #kept_ids + 1
       kept_ids[k], kept_due[k], kept_blobs[k], kept_more[k] = id, due[n], blobs[n], more[n]
@@ -218,6 +223,11 @@ for c = 1, #ids, CHUNK do
       payload_args[#payload_args + 1] = id
       payload_args[#payload_args + 1] = blob
     end
+    if queued then
+      arrived[#arrived + 1] = { id, versions(n), 'merged', false }
+    else
+      arrived[#arrived + 1] = { id, versions(n), 'new', due[n] }
+    end
     if queued and debounce and not redis.call('ZSCORE', K_RETRIES, id) then
       -- a merge into an id that never ran: run once the burst is over, at most debounce_max after its
       -- oldest queued payload came
@@ -260,6 +270,7 @@ if grouped_shard or fair_shard then
   for i = 1, #moved, 2 do group_requeued(moved[i], moved[i + 1]) end
 end
 if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
+history_add(history_length(ARGV[11]), 'enq', { arrived, dropped })
 if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end

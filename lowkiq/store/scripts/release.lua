@@ -5,8 +5,12 @@
 -- Returns the number of ids put back into the queue.
 local refused = refusal(ARGV[1], server_ms())
 if refused then return refused end
-acknowledge(2)
-local restored = restore_processing()
+local acked = acknowledge(2)
+local restored, ids = restore_processing()
+if #acked > 0 or restored > 0 then
+  local holder = history_holder()
+  history_add(history_length(), 'rel', { holder[1], holder[2], acked, ids })
+end
 redis.call('HSET', K_LEASE, 'state', 'released', 'expires_ms', 0)
 redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')
 return restored

@@ -5,4 +5,9 @@
 -- Returns the number of ids restored.
 local refused = refusal(ARGV[1], server_ms())
 if refused then return refused end
-return restore_processing()
+local n, ids = restore_processing()
+if n > 0 then
+  local holder = history_holder()
+  history_add(history_length(), 'back', { holder[1], holder[2], ids })
+end
+return n
