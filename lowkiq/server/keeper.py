@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__, log_format
-from ..store import history, leases, lua, membership, schedules
+from ..store import history, id_history, leases, lua, membership, schedules
 from ..store.leases import Lease
 from ..store.metrics import MetricsReader
 from ..transport.errors import REDIS_ERRORS
@@ -78,6 +78,7 @@ class Keeper:
         self.ticked_at = time.monotonic()
         self.replicas_read_at = -REPLICAS_EVERY
         self.history_at = -HISTORY_EVERY
+        self.histories_trimmed_at = time.monotonic()
         self.metrics = MetricsReader(self.client)
         # Redis's time, learnt from every beat: the threads wait for due jobs by it, the ticker for ticks.
         self.redis_clock = runtime.redis_clock
@@ -158,6 +159,9 @@ class Keeper:
         if time.monotonic() - self.history_at >= HISTORY_EVERY:
             self.history_at = time.monotonic()
             self.sample_history()
+        if time.monotonic() - self.histories_trimmed_at >= id_history.TRIM_EVERY:
+            self.histories_trimmed_at = time.monotonic()
+            self.trim_histories()
         if self.draining:
             self.renew_due()
             return
@@ -174,6 +178,17 @@ class Keeper:
         if claimed:
             measured, _ = self.metrics.read([self.workers[q].keys() for q in claimed], self.runtime.clock())
             history.write(self.client, measured, minute)
+
+    def trim_histories(self) -> None:
+        """Each held shard's id history loses its entries older than its worker's history_max_age."""
+        now = self.redis_clock.now()
+        calls = [id_history.trim_calls(lease.keys, worker.history_max_age, now)
+                 for lease in self.holdings.held().values()
+                 if lease.lost is None and (worker := self.workers.get(lease.keys.queue_name)) is not None
+                 and worker.history_length > 0]
+        if calls:
+            # settled: a trim that meets an outage is only late, the next minute's does it
+            self.wire.call_many(calls, settle=True)
 
     def desired_queues(self) -> set[str]:
         return {queue for queue, _ in self.desired}

@@ -178,13 +178,13 @@ class IdHistories:
         elif kind == "fail":
             yield from self._failure(at, d, job_id)
         elif kind in ("back", "rel"):
-            server, token = _s(d[0]), _s(d[1])
+            server, token, thread = _s(d[0]), _s(d[1]), _s(d[-1])
             if kind == "rel" and job_id in _ids(d[2]):
-                yield Event(at, "performed", server, None, token, reason="acknowledged as its server handed over")
-            if job_id in _ids(d[-1]):
+                yield Event(at, "performed", server, thread, token, reason="acknowledged as its server handed over")
+            if job_id in _ids(d[-2]):
                 why = ("its server handed the shard over before finishing it" if kind == "rel"
                        else "its server could not tell whether its outcome was written")
-                yield Event(at, "restored", server, None, token, reason=why)
+                yield Event(at, "restored", server, thread, token, reason=why)
         elif kind == "over":
             server, token, previous, crashed = _s(d[0]), _s(d[1]), _s(d[2]), bool(d[3])
             why = (f"its server {previous} stopped renewing its lease while performing it" if crashed
@@ -201,9 +201,10 @@ class IdHistories:
 
     def _failure(self, at: float, d: list[Any], job_id: str) -> Iterator[Event]:
         server, token, batch_error, acked, outcomes, crashed = _s(d[0]), _s(d[1]), d[2], _ids(d[3]), d[4], d[5]
+        thread = _s(d[6])
         failed = [_s(o[0]) for o in _list(outcomes)]
         if job_id in acked:
-            yield Event(at, "performed", server, None, token, batch=_others(acked, job_id), batch_size=len(acked),
+            yield Event(at, "performed", server, thread, token, batch=_others(acked, job_id), batch_size=len(acked),
                         reason=f"its batch's other ids {', '.join(failed[:5])} failed (PartialFailure)")
         for outcome in _list(outcomes):
             if _s(outcome[0]) != job_id:
@@ -212,12 +213,12 @@ class IdHistories:
             error, traceback = self._error(outcome[4] if own else batch_error)
             dead = _s(outcome[2]) == "dead"
             reason = "the child process performing it died" if crashed else None
-            yield Event(at, "failed", server, None, token, retry_count=int(outcome[1]),
+            yield Event(at, "failed", server, thread, token, retry_count=int(outcome[1]),
                         perform_in=None if dead else _number(outcome[3]), error=error, traceback=traceback,
                         own_error=own, batch=_others(failed, job_id), batch_size=len(failed), reason=reason)
             if dead:
                 n = int(outcome[3])
-                yield Event(at, "morgued", server, None, token, retry_count=int(outcome[1]), error=error,
+                yield Event(at, "morgued", server, thread, token, retry_count=int(outcome[1]), error=error,
                             reason=f"retries exhausted; {n} payload{'s' if n != 1 else ''} moved")
 
     def _error(self, raw: Any) -> tuple[str | None, str | None]:

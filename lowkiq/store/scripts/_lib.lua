@@ -577,10 +577,11 @@ local function history_add(length, kind, detail)
   end
 end
 
--- The holder's identity for an entry: {member id, fencing token as "cfg_epoch:fence"}.
+-- The holder's identity for an entry: {member id, fencing token as "cfg_epoch:fence", the thread that took
+-- the shard's last batch}.
 local function history_holder()
-  if not LEASE then return { false, false } end
-  return { LEASE.owner or false, (LEASE.cfg_epoch or '0') .. ':' .. (LEASE.fence or '') }
+  if not LEASE then return { false, false, false } end
+  return { LEASE.owner or false, (LEASE.cfg_epoch or '0') .. ':' .. (LEASE.fence or ''), LEASE.thread or false }
 end
 
 -- A stored error as an entry keeps it: whole up to 4 KB; past that its text cut to 2 KB and its
@@ -602,7 +603,8 @@ end
 -- refuses the caller (FENCED: another grant or a release came since; LEASE_EXPIRED: nobody
 -- renewed it in time, so another process may take it over at any moment).
 local function refusal(grant, now_ms)
-  local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms', 'owner', 'cfg_epoch', 'fence', 'history')
+  local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms', 'owner', 'cfg_epoch', 'fence', 'history',
+    'thread')
   if lease[1] ~= grant or lease[2] ~= 'held' then
     return redis.error_reply('FENCED ' .. K_LEASE .. ' is not held by grant ' .. tostring(grant))
   end
@@ -610,7 +612,7 @@ local function refusal(grant, now_ms)
   if late > 0 then
     return redis.error_reply('LEASE_EXPIRED ' .. K_LEASE .. ' expired ' .. late .. ' ms ago')
   end
-  LEASE = { owner = lease[4], cfg_epoch = lease[5], fence = lease[6], history = lease[7] }
+  LEASE = { owner = lease[4], cfg_epoch = lease[5], fence = lease[6], history = lease[7], thread = lease[8] }
   return nil
 end
 

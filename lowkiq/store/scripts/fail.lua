@@ -90,7 +90,7 @@ end
 if #outcomes > 0 or #ids > 0 then
   local holder = history_holder()
   history_add(history_length(), 'fail', { holder[1], holder[2], history_error(batch_err), ids, outcomes,
-    crash_limit > 0 })
+    crash_limit > 0, holder[3] })
 end
 morgued[1] = missing
 return morgued

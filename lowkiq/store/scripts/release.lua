@@ -9,7 +9,7 @@ local acked = acknowledge(2)
 local restored, ids = restore_processing()
 if #acked > 0 or restored > 0 then
   local holder = history_holder()
-  history_add(history_length(), 'rel', { holder[1], holder[2], acked, ids })
+  history_add(history_length(), 'rel', { holder[1], holder[2], acked, ids, holder[3] })
 end
 redis.call('HSET', K_LEASE, 'state', 'released', 'expires_ms', 0)
 redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')

@@ -8,6 +8,6 @@ if refused then return refused end
 local n, ids = restore_processing()
 if n > 0 then
   local holder = history_holder()
-  history_add(history_length(), 'back', { holder[1], holder[2], ids })
+  history_add(history_length(), 'back', { holder[1], holder[2], ids, holder[3] })
 end
 return n
