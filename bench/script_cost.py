@@ -15,10 +15,11 @@ from bench.redis_server import RedisServer
 from lowkiq.store import lua
 
 
-def measure(url: str, client, jobs: int, batch: int) -> dict[str, float]:
+def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> dict[str, float]:
+    """``attributes``: more of the worker's class attributes (e.g. history_length=0)."""
     client.flushall()
     worker = type("CostWorker", (lowkiq.Worker,), {"shards_count": 1, "batch_size": batch, "__module__": __name__,
-                                                   "perform": lambda self, payloads_by_id: None})
+                                                   "perform": lambda self, payloads_by_id: None, **attributes})
     runtime = lowkiq.configure(workers=[worker], redis_url=url)
     try:
         for start in range(0, jobs, 10_000):
