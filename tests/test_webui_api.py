@@ -196,3 +196,81 @@ def test_job_lookup_by_query_takes_any_id(client, runtime):
     assert data["id"] == "a/../b" and data["queued"]["payloads"] == [["x", data["queued"]["payloads"][0][1]]]
     assert client.get(W + "/job").status_code == 400
     assert client.get(W + "/job?id=nope").status_code == 404
+
+
+def test_retry_now_makes_exactly_that_queued_job_due_and_is_audited(client, runtime, clock):
+    later = clock() + 3600
+    OrdersWorker.perform_async([{"id": i, "perform_in": later} for i in ("a", "c", "b/../a")] + [{"id": "r"}])
+    fail(runtime, OrdersWorker, ["r"])  # its retry in a minute
+    q = runtime.queries(OrdersWorker)
+    assert q.job("r").retry_count == 0 and q.job("r").perform_in == clock() + 60
+    clock.advance(1)
+    reply = post(client, W + "/enqueued/retry_now", {"id": "r"})
+    assert reply.status_code == 200 and reply.get_json() == {"count": 1}
+    assert reply.headers["Cache-Control"] == "no-store"
+    assert q.job("r").perform_in == clock() and q.job("r").retry_count == 0  # due now, still a retry
+    assert post(client, W + "/enqueued/retry_now", {"id": "b/../a"}).get_json() == {"count": 1}
+    assert [q.job(i).perform_in for i in ("a", "c")] == [later, later]
+    assert q.job("b/../a").perform_in == clock()
+    again = post(client, W + "/enqueued/retry_now", {"id": "r"})  # already due: nothing to change
+    assert again.status_code == 200 and again.get_json() == {"count": 0}
+    from lowkiq.store import audit
+
+    assert [(e.action, e.worker, e.ids, e.count, e.source) for e in audit.read(runtime.client, 10)] == [
+        ("enqueued/perform_now", "OrdersWorker", ["r"], 0, "api"),
+        ("enqueued/perform_now", "OrdersWorker", ["b/../a"], 1, "api"),
+        ("enqueued/perform_now", "OrdersWorker", ["r"], 1, "api")]
+
+
+def test_retry_now_takes_an_integer_id(client, runtime, clock):
+    OrdersWorker.perform_async([{"id": 7, "perform_in": clock() + 60}])
+    assert post(client, W + "/enqueued/retry_now", {"id": 7}).get_json() == {"count": 1}
+    assert runtime.queries(OrdersWorker).job("7").perform_in == clock()
+
+
+def test_retry_now_of_an_id_not_queued_is_a_404_that_touches_and_records_nothing(client, runtime, clock):
+    make_dead(runtime, OrdersWorker, [{"id": "dead"}])
+    OrdersWorker.perform_async([{"id": "busy", "perform_in": clock()}])
+    q = runtime.queue(OrdersWorker)
+    assert [j.id for j in q.ack_and_take(None, (held_lease(q, q.shard_of("busy")), 5)).jobs] == ["busy"]
+    for job_id in ("missing", "dead", "busy"):
+        reply = post(client, W + "/enqueued/retry_now", {"id": job_id})
+        assert reply.status_code == 404 and reply.get_json() == {"error": f"no queued job {job_id!r} in OrdersWorker"}
+    from lowkiq.store import audit
+
+    assert audit.read(runtime.client, 10) == []
+    assert runtime.queries(OrdersWorker).morgue_job("dead") is not None
+    ghost = post(client, API + "/workers/Ghost/enqueued/retry_now", {"id": "dead"})
+    assert ghost.status_code == 404 and ghost.get_json() == {"error": "unknown worker 'Ghost'"}
+
+
+@pytest.mark.parametrize(
+    "raw,words",
+    [
+        ("", 'like {"id"'),
+        ("{}", 'needs "id"'),
+        ('{"ids": ["a"]}', "unknown fields ['ids']"),
+        ('{"id": ""}', '"id" must be a non-empty string or an integer'),
+        ('{"id": true}', '"id" must be a non-empty string or an integer'),
+        ('{"id": ["a"]}', '"id" must be a non-empty string or an integer'),
+    ],
+)
+def test_retry_now_says_what_is_wrong_with_its_body(client, runtime, clock, raw, words):
+    OrdersWorker.perform_async([{"id": "a", "perform_in": clock() + 60}])
+    reply = post(client, W + "/enqueued/retry_now", raw=raw)
+    assert reply.status_code == 400 and words in reply.get_json()["error"]
+    assert runtime.queries(OrdersWorker).job("a").perform_in == clock() + 60
+
+
+def test_retry_now_is_refused_cross_site_and_without_json(client, runtime, clock):
+    OrdersWorker.perform_async([{"id": "a", "perform_in": clock() + 60}])
+    form = client.post(W + "/enqueued/retry_now", data="id=a", content_type="application/x-www-form-urlencoded")
+    assert form.status_code == 415  # what a cross-site form can send
+    for headers in ({"Sec-Fetch-Site": "cross-site"}, {"Origin": "https://elsewhere.example"}):
+        refused = client.post(W + "/enqueued/retry_now", data='{"id": "a"}', content_type="application/json",
+                              headers=headers)
+        assert refused.status_code == 403, headers
+    assert runtime.queries(OrdersWorker).job("a").perform_in == clock() + 60
+    from lowkiq.store import audit
+
+    assert audit.read(runtime.client, 10) == []

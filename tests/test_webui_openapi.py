@@ -225,6 +225,9 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     lookup = answers["/api/v1/workers/{worker}/jobs/{job_id}"]
     assert all(lookup[where] for where in ("queued", "busy", "morgue"))
     assert answers["/api/v1/workers/{worker}/job"] == lookup
+    # The search answers that lookup in each worker holding the id: here only OrdersWorker.
+    assert answers["/api/v1/search"] == {"id": "all3", "found": [
+        {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k != "id"}}]}
     assert any(job["error"] for job in answers["/api/v1/workers/{worker}/enqueued"]["jobs"])
     assert answers["/api/v1/workers/{worker}/morgue"]["jobs"]
     assert answers["/api/v1/servers"]["servers"][0]["shards"] == {"OrdersWorker": [0, 1], "MailerWorker": [0]}
@@ -323,6 +326,37 @@ def test_pause_and_resume_answer_as_documented(client, spec, seeded):
         "paused": False, "changed": True}
     refused = client.post(url(resume), data='{"all": true}', content_type="application/json")
     assert refused.status_code == 400 and "resume takes no parameters" in spec.check(refused, resume, "post")["error"]
+
+
+def test_retry_now_and_the_search_answer_as_documented(client, spec, seeded, clock):
+    path = "/api/v1/workers/{worker}/enqueued/retry_now"
+    for body in ({"id": "a-late"}, {"id": 7}):
+        spec.check_body(body, path)
+    for bad in ({}, {"id": ""}, {"ids": ["a-late"]}, {"id": True}):
+        with pytest.raises(ValidationError):
+            spec.check_body(bad, path)
+    assert spec.check(post_json(client, url(path), {"id": "a-late"}), path, "post") == {"count": 1}
+    assert spec.check(post_json(client, url(path), {"id": "a-late"}), path, "post") == {"count": 0}
+    for body, status in (({"id": "dead-1"}, 404), ({"id": ""}, 400), ({"id": "a-late", "x": 1}, 400)):
+        reply = post_json(client, url(path), body)
+        assert reply.status_code == status, body
+        spec.check(reply, path, "post")
+    ghost = post_json(client, url(path, worker="Ghost"), {"id": "a-late"})
+    assert ghost.status_code == 404
+    spec.check(ghost, path, "post")
+    audit = spec.check(client.get(PREFIX + "/api/v1/audit"), "/api/v1/audit")
+    assert [(e["action"], e["source"], e["ids"], e["count"]) for e in audit["entries"]] == [
+        ("enqueued/perform_now", "api", ["a-late"], 0), ("enqueued/perform_now", "api", ["a-late"], 1)]
+    search = "/api/v1/search"
+    assert spec.check(call(client, spec, search, id="nowhere"), search) == {"id": "nowhere", "found": []}
+    for query in ({"id": ""}, {"id": "x" * 10_001}):
+        refused = call(client, spec, search, **query)
+        assert refused.status_code == 400
+        spec.check(refused, search)
+
+
+def post_json(client, path: str, body: Any):
+    return client.post(path, data=json.dumps(body), content_type="application/json")
 
 
 def test_the_desc_pattern_is_what_the_listings_accept(spec):

@@ -1,9 +1,11 @@
-"""Find a job by id from the header: every worker searched, one worker goes straight to the job page."""
+"""Find a job by id from the header: every worker searched, one worker goes straight to the job page; the
+JSON API's search answers the same as each worker's job lookup."""
 
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
+from queue_support import held_lease
 from webui_support import XSS, MailerWorker, OrdersWorker, make_dead
 
 S = "/lowkiq/search"
@@ -39,3 +41,48 @@ def test_nothing_found_is_a_404_that_says_so_and_escapes_the_id(client, runtime)
 def test_every_page_has_the_search_box(client, runtime):
     for path in ("/lowkiq/", "/lowkiq/servers", "/lowkiq/audit", "/lowkiq/workers/OrdersWorker/morgue"):
         assert b'action="/lowkiq/search"' in client.get(path).data, path
+
+
+# ---- the same search in the JSON API ---------------------------------------------------------
+
+API = "/lowkiq/api/v1"
+
+
+def test_the_api_search_answers_each_worker_as_its_job_lookup_does(client, runtime, clock):
+    make_dead(runtime, OrdersWorker, [{"id": "42", "payload": "old"}], error=b"KeyError: 'customer_id'")
+    OrdersWorker.perform_async([{"id": "42", "payload": "again", "perform_in": clock() + 60}])
+    MailerWorker.perform_async([{"id": 42, "payload": "mail"}])
+    MailerWorker.perform_async([{"id": "other"}])
+    reply = client.get(API + "/search", query_string={"id": "42"})
+    assert reply.status_code == 200 and reply.mimetype == "application/json"
+    assert reply.headers["Cache-Control"] == "no-store"
+    data = reply.get_json()
+    assert data["id"] == "42"
+    by_worker = {entry["worker"]: entry for entry in data["found"]}
+    assert sorted(by_worker) == ["MailerWorker", "OrdersWorker"] and len(data["found"]) == 2
+    for worker, entry in by_worker.items():
+        lookup = client.get(f"{API}/workers/{worker}/job", query_string={"id": "42"}).get_json()
+        assert {k: v for k, v in entry.items() if k != "worker"} == {k: v for k, v in lookup.items() if k != "id"}
+    orders, mailer = by_worker["OrdersWorker"], by_worker["MailerWorker"]
+    assert orders["morgue"]["error"] == "KeyError: 'customer_id'" and orders["morgue"]["payloads"][0][0] == "old"
+    assert orders["queued"]["payloads"][0][0] == "again" and orders["queued"]["perform_in"] == clock() + 60
+    assert orders["busy"] is None and "traceback" in orders["morgue"]
+    assert mailer["queued"]["payloads"][0][0] == "mail" and mailer["busy"] is None and mailer["morgue"] is None
+
+
+def test_the_api_search_finds_a_job_in_processing(client, runtime):
+    OrdersWorker.perform_async([{"id": "a/../b", "payload": 1}])
+    q = runtime.queue(OrdersWorker)
+    q.ack_and_take(None, (held_lease(q, q.shard_of("a/../b")), 5))
+    [entry] = client.get(API + "/search", query_string={"id": "a/../b"}).get_json()["found"]
+    assert entry["worker"] == "OrdersWorker" and entry["queued"] is None and entry["busy"]["id"] == "a/../b"
+
+
+def test_the_api_search_finds_nothing_with_an_empty_list_and_refuses_a_bad_id(client, runtime):
+    OrdersWorker.perform_async([{"id": "present"}])
+    nothing = client.get(API + "/search", query_string={"id": XSS})
+    assert nothing.status_code == 200 and nothing.get_json() == {"id": XSS, "found": []}
+    for query in ({}, {"id": ""}, {"id": "x" * 10_001}):
+        refused = client.get(API + "/search", query_string=query)
+        assert refused.status_code == 400 and refused.get_json()["error"], query
+    assert client.get(API + "/search", query_string={"id": "x" * 10_000}).get_json()["found"] == []

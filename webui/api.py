@@ -9,12 +9,13 @@ from flask import Response, request, url_for
 
 from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, listing
 from ..console.listing import API_PAGE_SIZE, BadInput
-from ..console.operations import MAX_IDS, OPERATIONS, Operation
+from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..jobs import Job, MorgueJob
 from ..store import audit, history
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..store.history import Minute
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
+from ..store.queries import ROW_BYTES, ROW_ERROR_BYTES
 from . import actor
 from .blueprint import bp
 from .dashboard import dashboard_data
@@ -209,6 +210,26 @@ def api_job(worker: str, job_id: str) -> Response:
     )
 
 
+# Where Console.find says a job is, by the key jobs/<id> gives that place.
+FOUND_KEYS = {"queued": "queued", "busy": "busy", "dead": "morgue"}
+
+
+@bp.get("/api/v1/search")
+def api_search() -> Response:
+    """An id in every worker, as the header's search finds it: each worker that holds it, with where, as
+    ``jobs/<id>`` answers it. Nothing found is an empty list, not a 404: the search itself went well."""
+    job_id = listing.searched_id(request.args.get("id", ""))
+    if not job_id:
+        return reply({"error": "the search needs ?id=<job id>"}, 400)
+    by_worker: dict[str, dict[str, Any]] = {}
+    for found in console().find(job_id):
+        entry = by_worker.setdefault(found.view.name, {"worker": found.view.name, "queued": None, "busy": None,
+                                                      "morgue": None})
+        encode = morgue_job_json if found.where == "dead" else job_json
+        entry[FOUND_KEYS[found.where]] = encode(found.job, traceback=True)
+    return reply({"id": job_id, "found": list(by_worker.values())})
+
+
 @bp.get("/api/v1/history")
 def api_history() -> Response:
     """Per-minute processed, failed and lag of every worker and in total, over ``?hours=`` (1, 6, 24 or 48)."""
@@ -254,23 +275,47 @@ def _body_ids(op: Operation) -> list[str]:
         raise BadInput('"ids" must be a list of job ids (strings or integers)')
     if len(ids) > MAX_IDS:
         raise BadInput(f'"ids" holds {len(ids)} ids; at most {MAX_IDS} per request')
-    out = []
-    for i, job_id in enumerate(ids):
-        if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
-            raise BadInput(f'"ids"[{i}] must be a non-empty string or an integer, got {job_id!r:.100}')
-        try:
-            text = str(job_id)
-            text.encode()
-        except ValueError as exc:  # an int past Python's digit limit, or a lone surrogate ("\ud800")
-            raise BadInput(f'"ids"[{i}] cannot be a job id: {exc}') from None
-        out.append(text)
-    return out
+    return [_job_id(job_id, f'"ids"[{i}]') for i, job_id in enumerate(ids)]
+
+
+def _job_id(value: Any, field: str) -> str:
+    """A job id of a JSON body: a non-empty string, or an integer (its decimal text)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        raise BadInput(f"{field} must be a non-empty string or an integer, got {value!r:.100}")
+    try:
+        text = str(value)
+        text.encode()
+    except ValueError as exc:  # an int past Python's digit limit, or a lone surrogate ("\ud800")
+        raise BadInput(f"{field} cannot be a job id: {exc}") from None
+    return text
 
 
 def _api_act(op: Operation, worker: str) -> Response:
     c = console()
     view = c.worker(worker)
     return reply({"count": actor.run_operation(c, op, view, _body_ids(op), "api")})
+
+
+@bp.post("/api/v1/workers/<worker>/enqueued/retry_now")
+def api_retry_now(worker: str) -> Response:
+    """A queued job's own "Retry now" (the job page's): ``{"id": ...}`` due now if it was scheduled later.
+    Audited as the page's is; an id not in the queue is a 404 that touches nothing and records nothing."""
+    c = console()
+    view = c.worker(worker)
+    body = body_object()
+    if body is None:
+        raise BadInput('the body must be a JSON object like {"id": "1042"}')
+    unknown = set(body) - {"id"}
+    if unknown:
+        raise BadInput(f"unknown fields {sorted(unknown)}; expected only \"id\"")
+    if "id" not in body:
+        raise BadInput('retry now needs "id": the id of one queued job')
+    job_id = _job_id(body["id"], '"id"')
+    # Read with a listing row's caps: only whether it is queued matters here.
+    if not c.queries(view).jobs([job_id], cap=ROW_BYTES, error_cap=ROW_ERROR_BYTES):
+        return reply({"error": f"no queued job {job_id!r} in {view.name}"}, 404)
+    # 0 when it was already due, or left the queue since the read above (performed, killed, deleted).
+    return reply({"count": actor.run_operation(c, RETRY_NOW, view, [job_id], "api")})
 
 
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one

@@ -17,8 +17,8 @@ from typing import Any
 
 from .. import __version__
 from ..console import AREA_ORDERS, MATCHING_VERBS
-from ..console.listing import API_PAGE_SIZE, TIME_ORDERS
-from ..console.operations import MAX_IDS, OPERATIONS, Operation
+from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
+from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
 from ..store.actions import Actions
 from ..store.audit import IDS_KEPT
@@ -254,6 +254,25 @@ SCHEMAS: Json = {
         },
         "Where an id is. One id can be queued, in processing and dead at once; at least one is not null.",
     ),
+    "WorkerLookup": _object(
+        {
+            "worker": {**TEXT, "description": "The worker's name."},
+            "queued": {**_nullable(_schema("Job")), "description": "The job in the worker's queue, if it is there."},
+            "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
+            "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+        },
+        "Where an id is in one worker, as `jobs/{job_id}` answers it; at least one of queued, busy and morgue is "
+        "not null.",
+    ),
+    "SearchResult": _object(
+        {
+            "id": TEXT,
+            "found": {"type": "array", "items": _schema("WorkerLookup"),
+                      "description": "Each worker that holds the id, once, in the order `api/v1/dashboard` lists "
+                                     "the workers; empty when none does."},
+        },
+        "An id in every worker: queued, in processing, dead.",
+    ),
     "QueueStats": _object(
         {
             "length": {**COUNT, "description": "Ids in the queue: fresh jobs and retries."},
@@ -456,6 +475,11 @@ SCHEMAS: Json = {
         },
         "The jobs to act on.",
     ),
+    "RetryNowRequest": _object(
+        {"id": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}],
+                "description": "The queued job's id, a string or an integer (its decimal text)."}},
+        "The one queued job to make due now.",
+    ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
         _object({**MATCHING_FILTER, **CONTENT_FILTER,
@@ -535,6 +559,14 @@ PARAMETERS: Json = {
         "required": True,
         "schema": {"type": "string", "minLength": 1},
         "description": "The job's id, any text (400 when missing or empty).",
+    },
+    "searchedId": {
+        "name": "id",
+        "in": "query",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_SEARCHED_ID},
+        "description": f"The exact id (byte by byte, case-sensitive), any text of at most {MAX_SEARCHED_ID:,} "
+                       "characters (400 when missing, empty or longer).",
     },
     "historyHours": {
         "name": "hours",
@@ -723,6 +755,23 @@ def _action(op: Operation) -> Json:
     }
 
 
+def _retry_now_action() -> Json:
+    what = inspect.getdoc(getattr(Actions, RETRY_NOW.method)) or ""
+    return {
+        "post": {
+            "operationId": "api_retry_now",
+            "summary": "Make one queued job due now (the job page's Retry now)",
+            "description": f"{what} For one id: a job scheduled later (a retry, or a perform_in) becomes due now; "
+                           "count is 0 when it already was (or it left the queue meanwhile). An id not in the "
+                           f"queue is a 404 that touches nothing. Recorded in the audit log as {RETRY_NOW.path}.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
+            "requestBody": {"required": True, "content": _json(_schema("RetryNowRequest")),
+                            "description": "The id of the queued job."},
+            "responses": _responses("ActionResult", "How many jobs became due now: 1, or 0.", 400, 404, 413, 415),
+        }
+    }
+
+
 def _pause_action(verb: str) -> Json:
     summary, description = {
         "pause": ("Pause the worker's queue", "Servers stop taking its jobs within a heartbeat (a second by "
@@ -765,6 +814,11 @@ def paths() -> Json:
         f"{worker}/jobs/{{job_id}}": _get("api_job", "Where a job is: queued, in processing, dead", "JobLookup",
                                           "Where the job is.", 404,
                                           parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),
+        f"{API}/search": _get("api_search", "Where an id is in every worker: queued, in processing, dead",
+                              "SearchResult", "The workers that hold the id; an empty list when none does.", 400,
+                              parameters=[ref("parameters", "searchedId")],
+                              description="The console's search: each worker is looked up as `jobs/{job_id}` "
+                                          "looks up one (three reads per worker)."),
         f"{API}/audit": _get("api_audit", "The newest operator actions", "AuditLog", "Newest first.", 400,
                              parameters=[ref("parameters", "auditLimit")]),
         f"{API}/history": _get("api_history", "Jobs processed and failed per minute, and the lag, over the last hours",
@@ -779,6 +833,7 @@ def paths() -> Json:
     }
     for op in OPERATIONS:
         out[action_path(op)] = _action(op)
+    out[f"{worker}/enqueued/retry_now"] = _retry_now_action()
     for verb in ("pause", "resume"):
         out[f"{worker}/{verb}"] = _pause_action(verb)
     for area in ("enqueued", "morgue"):

@@ -11,7 +11,7 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import AREA_ORDERS, Console, WorkerView, listing
 from ..console.listing import BadInput
-from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, Operation
+from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..store import audit, history
 from ..store.confirmations import ConfirmationRefused
 from . import actor, formatting, history_chart
@@ -198,9 +198,7 @@ def job_by_query(worker: str) -> Response:
 @bp.get("/search")
 def search() -> BaseResponse:
     """An id in every worker, from the header's search box: queued, busy or dead, with a link to each."""
-    job_id = request.args.get("id", "")
-    if len(job_id) > MAX_SEARCHED_ID:
-        raise BadInput(f"id: at most {MAX_SEARCHED_ID} characters")
+    job_id = listing.searched_id(request.args.get("id", ""))
     c = console()
     found = c.find(job_id) if job_id else []
     workers = {f.view.name for f in found}
@@ -227,8 +225,6 @@ def job(worker: str, job_id: str) -> Response:
                 lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 
-MAX_SEARCHED_ID = 10_000
-
 # ---- actions -----------------------------------------------------------------------
 
 
@@ -245,15 +241,9 @@ def _act(op: Operation, worker: str) -> BaseResponse:
     return flash_back(back, op.message(actor.run_operation(c, op, view, ids, "console")))
 
 
-# A queued job's own "Retry now", on its page: the store's perform now, for that one id. As safe with leases as
-# the other actions on ids: one short script on the id's shard that moves its perform_in in the queue to now,
-# and nothing else; a batch in processing, its shard's lease and fencing token are not touched, so the id still
-# runs only when the lease holder takes it (after the id's batch in processing, if any).
-RETRY_NOW = Operation("enqueued/perform_now", "perform_now", True, "{jobs} will run now.")
-
-
 @bp.post("/workers/<worker>/enqueued/retry_now")
 def retry_now(worker: str) -> BaseResponse:
+    """A queued job's own "Retry now", from its page (RETRY_NOW, in console/operations.py)."""
     c = console()
     view = c.worker(worker)
     back = back_to(view)

@@ -24,6 +24,8 @@ TIME_ORDERS = frozenset({"perform_in", "updated_at"})
 API_PAGE_SIZE = 100
 # The content filters a listing takes, by parameter name.
 CONTENT_FIELDS = ("error_class", "error", "payload")
+# The longest id the search (the header's box, api/v1/search) looks for: an id may be any text, a search is no upload.
+MAX_SEARCHED_ID = 10_000
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,13 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
         payload=content.payload,
         scan=scan,
     )
+
+
+def searched_id(text: str) -> str:
+    """An id to find in every worker (``Console.find``), as typed: BadInput past MAX_SEARCHED_ID characters."""
+    if len(text) > MAX_SEARCHED_ID:
+        raise BadInput(f"id: at most {MAX_SEARCHED_ID} characters")
+    return text
 
 
 def content_filter(args: Mapping[str, Any], *, blank_is_absent: bool = True) -> Content:

@@ -50,6 +50,13 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 BY_ENDPOINT = {op.endpoint: op for op in OPERATIONS}
 
+# A queued job's own "Retry now", on its page and in the API: the store's perform now, for that one id. As safe
+# with leases as the other actions on ids: one short script on the id's shard that moves its perform_in in the
+# queue to now, and nothing else; a batch in processing, its shard's lease and fencing token are not touched, so
+# the id still runs only when the lease holder takes it (after the id's batch in processing, if any). Audited as
+# "enqueued/perform_now" with the id. Not in OPERATIONS: its routes take one id, not a list.
+RETRY_NOW = Operation("enqueued/perform_now", "perform_now", True, "{jobs} will run now.")
+
 
 @dataclass(frozen=True)
 class MatchingOperation:
