@@ -29,7 +29,7 @@ import redis
 
 from ..store import audit
 from ..store.confirmations import ConfirmationRefused
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
+from ..store.queries import MORGUE_ORDERS
 from ..transport import TopologyError
 from . import COMMANDS, human
 from .human import Style
@@ -99,7 +99,12 @@ def parser() -> argparse.ArgumentParser:
         which.add_argument(f"--{kind}", dest="kind", action="store_const", const=kind)
     listing.add_argument("--limit", type=int, default=50, help="jobs at most (default 50)")
     _filter_arguments(listing, "queued: id, perform_in or retry_count; dead: id or updated_at")
-    listing.add_argument("--desc", action="store_true", help="the highest first")
+    # The console's sort: dead jobs open newest first (updated_at, descending), anything else ascends.
+    direction = listing.add_mutually_exclusive_group()
+    direction.add_argument("--desc", dest="desc", action="store_const", const=True, default=None,
+                           help="the highest first (the default for --dead by updated_at: newest first)")
+    direction.add_argument("--asc", dest="desc", action="store_const", const=False,
+                           help="the lowest first (the default for --queued, and for --dead --filter id)")
     _content_arguments(listing)
     listing.add_argument("--scan", metavar="TOKEN", default="",
                          help="go on with a content search where its previous page stopped (the token it printed)")
@@ -356,24 +361,38 @@ def list_jobs(c: Console, args: argparse.Namespace) -> Shown:
     q = c.queries(view)
     content = _content(args)
     if kind == "busy":
-        if args.filter or args.min or args.max or args.desc or content or args.scan:
-            raise OpsError("--filter, --min, --max, --desc and the content filters apply to --queued and --dead, "
-                           "not --busy")
+        if args.filter or args.min or args.max or args.desc is not None or content or args.scan:
+            raise OpsError("--filter, --min, --max, --desc, --asc and the content filters apply to --queued and "
+                           "--dead, not --busy")
         jobs = [_job(j, "busy", worker) for j in q.busy()[:limit]]
         data: dict[str, Any] = {"worker": worker, "kind": kind, "jobs": jobs}
         return Shown(data, lambda style: _jobs_text(data, limit, style))
-    orders, default = (ENQUEUED_ORDERS, "perform_in") if kind == "queued" else (MORGUE_ORDERS, "updated_at")
-    shown = _listing(args, orders, default)
+    from ..console import AREA_ORDERS
+
+    orders, default, default_desc = AREA_ORDERS["enqueued" if kind == "queued" else "morgue"]
+    shown = _listing(args, orders, default, default_desc=default_desc)
     if args.scan and not content:
         raise OpsError("--scan goes on with a content search: give it with --error-class, --error or --payload")
     if content:
         return _searched(c, view, kind, shown, content, args.scan, limit)
     query = q.enqueued if kind == "queued" else q.morgue
-    page = query(shown.order_by, desc=args.desc, min=shown.min or None, max=shown.max or None, limit=limit)
+    page = query(shown.order_by, desc=shown.desc, min=shown.min or None, max=shown.max or None, limit=limit)
     jobs = [_job(j, kind, worker) for j in page.rows]
-    data = {"worker": worker, "kind": kind, "jobs": jobs, **_filter_json(shown)}
-    scope = f", {_scope_text(shown)}" if shown.min or shown.max else ""
+    # "order": what the jobs are listed by, as the console's sort says it (the jobs come in that order).
+    data = {"worker": worker, "kind": kind, "jobs": jobs, "order": {"by": shown.order_by, "desc": shown.desc},
+            **_filter_json(shown)}
+    scope = (f", {_scope_text(shown)}" if shown.min or shown.max else "") + f", {_order_text(shown)}"
     return Shown(data, lambda style: _jobs_text(data, limit, style, scope))
+
+
+# How people say a listing's order; any other is "by FIELD", with ", descending" when it descends.
+ORDER_WORDS = {("updated_at", True): "newest first", ("updated_at", False): "oldest first",
+               ("perform_in", False): "soonest due first", ("perform_in", True): "latest due first"}
+
+
+def _order_text(shown: Any) -> str:
+    return ORDER_WORDS.get((shown.order_by, shown.desc)) or f"by {shown.order_by}" + (
+        ", descending" if shown.desc else "")
 
 
 def _searched(c: Console, view: Any, kind: str, shown: Any, content: Any, scan: str, limit: int) -> Shown:
@@ -433,16 +452,19 @@ def _limit(limit: int) -> int:
     return limit
 
 
-def _listing(args: argparse.Namespace, orders: tuple[str, ...], default: str) -> Any:
-    """The console's filter from --filter/--min/--max, with the console's validation (BadInput)."""
+def _listing(args: argparse.Namespace, orders: tuple[str, ...], default: str, *, default_desc: bool = False) -> Any:
+    """The console's filter and sort from --filter/--min/--max and --desc/--asc, with the console's validation
+    (BadInput): without either, ``default`` goes in ``default_desc``'s direction, another field ascends."""
     from ..console import listing
 
     if (args.min or args.max) and not args.filter:
         raise OpsError("--min and --max need --filter FIELD")
     if args.filter and args.filter not in orders:
         raise OpsError(f"--filter must be one of {', '.join(orders)}, got {args.filter!r}")
-    return listing.parse({"order_by": args.filter or default, "min": args.min, "max": args.max}, orders,
-                         default_order=default, default_limit=1)
+    desc = getattr(args, "desc", None)
+    return listing.parse({"order_by": args.filter or default, "min": args.min, "max": args.max,
+                          "desc": "" if desc is None else "1" if desc else "0"}, orders,
+                         default_order=default, default_desc=default_desc, default_limit=1)
 
 
 def _filter_json(shown: Any) -> dict[str, Any]:
