@@ -226,8 +226,14 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     assert all(lookup[where] for where in ("queued", "busy", "morgue"))
     assert answers["/api/v1/workers/{worker}/job"] == lookup
     # The search answers that lookup in each worker holding the id: here only OrdersWorker.
-    assert answers["/api/v1/search"] == {"id": "all3", "found": [
+    searched = answers["/api/v1/search"]
+    assert {k: v for k, v in searched.items() if k != "history"} == {"id": "all3", "found": [
         {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k != "id"}}]}
+    # ... and its history in that worker, newest first: the id was enqueued, taken, failed, ...
+    (remembered,) = searched["history"]
+    assert remembered["worker"] == "OrdersWorker" and remembered["events"][-1]["kind"] == "enqueued"
+    history = answers["/api/v1/workers/{worker}/job/history"]
+    assert history["events"] and history["worker"] == "OrdersWorker"
     assert any(job["error"] for job in answers["/api/v1/workers/{worker}/enqueued"]["jobs"])
     assert answers["/api/v1/workers/{worker}/morgue"]["jobs"]
     assert answers["/api/v1/servers"]["servers"][0]["shards"] == {"OrdersWorker": [0, 1], "MailerWorker": [0]}
@@ -348,7 +354,7 @@ def test_retry_now_and_the_search_answer_as_documented(client, spec, seeded, clo
     assert [(e["action"], e["source"], e["ids"], e["count"]) for e in audit["entries"]] == [
         ("enqueued/perform_now", "api", ["a-late"], 0), ("enqueued/perform_now", "api", ["a-late"], 1)]
     search = "/api/v1/search"
-    assert spec.check(call(client, spec, search, id="nowhere"), search) == {"id": "nowhere", "found": []}
+    assert spec.check(call(client, spec, search, id="nowhere"), search) == {"id": "nowhere", "found": [], "history": []}
     for query in ({"id": ""}, {"id": "x" * 10_001}):
         refused = call(client, spec, search, **query)
         assert refused.status_code == 400

@@ -42,6 +42,6 @@ def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], s
     and one when it ends (or is cut off)."""
     if not op.takes_ids:
         return c.act_on_all(view, op.method, who=actor(), source=source, action=op.path)
-    count = op.run(c.actions(view), ids)
+    count = op.run(c.actions(view, actor()), ids)
     record(c, op, view, ids, count, source)
     return count

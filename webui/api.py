@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, listing
+from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, histories, listing
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..jobs import Job, MorgueJob
@@ -222,12 +222,36 @@ def api_search() -> Response:
     if not job_id:
         return reply({"error": "the search needs ?id=<job id>"}, 400)
     by_worker: dict[str, dict[str, Any]] = {}
-    for found in console().find(job_id):
+    c = console()
+    for found in c.find(job_id):
         entry = by_worker.setdefault(found.view.name, {"worker": found.view.name, "queued": None, "busy": None,
                                                       "morgue": None})
         encode = morgue_job_json if found.where == "dead" else job_json
         entry[FOUND_KEYS[found.where]] = encode(found.job, traceback=True)
-    return reply({"id": job_id, "found": list(by_worker.values())})
+    # Each worker whose history holds the id, with its newest events: an id performed earlier is found too.
+    remembered = [shown.as_json() for shown in histories.search(c, job_id, limit=SEARCH_HISTORY_EVENTS)]
+    return reply({"id": job_id, "found": list(by_worker.values()), "history": remembered})
+
+
+# Events per worker a search answers with (the history route gives more).
+SEARCH_HISTORY_EVENTS = 20
+
+
+@bp.get("/api/v1/workers/<worker>/job/history")
+def api_job_history(worker: str) -> Response:
+    """The id's history in this worker, newest first (docs/history.md): ``?id=`` and ``limit`` (1..1000, default
+    200). An id its shard's history does not hold is an empty list: the history only reaches back so far."""
+    job_id = request.args.get("id", "")
+    if not job_id:
+        return reply({"error": "the history needs ?id=<job id>"}, 400)
+    raw = request.args.get("limit", str(histories.LIMIT))
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_HISTORY_EVENTS:
+        return reply({"error": f"limit must be a whole number from 1 to {MAX_HISTORY_EVENTS}, got {raw!r}"}, 400)
+    c = console()
+    return reply(histories.of(c, c.worker(worker), job_id, limit=int(raw)).as_json())
+
+
+MAX_HISTORY_EVENTS = 1000
 
 
 @bp.get("/api/v1/history")
@@ -366,7 +390,7 @@ def _api_matching(worker: str, area: str) -> Response:
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,
                       "expires_in": TTL_SECONDS})
     try:
-        done = c.act_on_counted(view, area, verb, args.order_by, token, **bounds)
+        done = c.act_on_counted(view, area, verb, args.order_by, token, actor=actor.actor(), **bounds)
     except ConfirmationRefused as exc:
         return reply({"error": str(exc), "reason": exc.reason}, REFUSAL_STATUS[exc.reason])
     audit.record(c.client, who=actor.actor(), source="api", action=f"{area}/{verb}_matching", worker=view.name,

@@ -20,6 +20,7 @@ from ..console import AREA_ORDERS, MATCHING_VERBS
 from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
+from ..store import id_history
 from ..store.actions import Actions
 from ..store.audit import IDS_KEPT
 from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
@@ -270,8 +271,55 @@ SCHEMAS: Json = {
             "found": {"type": "array", "items": _schema("WorkerLookup"),
                       "description": "Each worker that holds the id, once, in the order `api/v1/dashboard` lists "
                                      "the workers; empty when none does."},
+            "history": {"type": "array", "items": _schema("IdHistory"),
+                        "description": "Each worker whose history holds the id (its newest 20 events): an id "
+                                       "performed earlier, or deleted, is found here; empty when none does."},
         },
-        "An id in every worker: queued, in processing, dead.",
+        "An id in every worker: queued, in processing, dead, and in each worker's history.",
+    ),
+    "IdHistoryEvent": _object(
+        {
+            "at": UNIX_TIME,
+            "kind": {"type": "string", "enum": list(id_history.KINDS),
+                     "description": "What happened (docs/history.md)."},
+            "summary": {**TEXT, "description": "The event in one line for people."},
+            "server": {**_nullable(TEXT), "description": "The member id of the server that held the id's shard."},
+            "server_name": {**_nullable(TEXT), "description": "That server's host and pid while it lives, else the "
+                                                             "start of its member id."},
+            "thread": {**_nullable(TEXT), "description": "The server thread that held the batch."},
+            "fencing_token": {**_nullable(TEXT), "description": "The holder's fencing token, `cfg_epoch:fence`."},
+            "actor": {**_nullable(TEXT), "description": "Who acted, for an operator's action ('' when unknown)."},
+            "retry_count": {"type": ["integer", "null"], "minimum": -1,
+                            "description": "A failure's retry count after it."},
+            "perform_in": {"type": ["number", "null"],
+                           "description": "When due: an enqueued job's, a failure's next try (null when it died)."},
+            "versions": {"type": ["integer", "null"], "minimum": 1,
+                         "description": "How many versions an enqueue brought."},
+            "error": {**_nullable(TEXT), "description": "A failure's error (up to 4 KB kept)."},
+            "traceback": {**_nullable(TEXT), "description": "A failure's traceback (its last lines past 4 KB)."},
+            "own_error": {"type": "boolean",
+                          "description": "A failure: true when the error is the id's own (PartialFailure), false when "
+                                         "it is its whole batch's."},
+            "batch": {"type": "array", "items": TEXT, "maxItems": 20,
+                      "description": "The other ids of the same step (the first 20)."},
+            "batch_size": {"type": "integer", "minimum": 1, "description": "How many ids the step had."},
+            "reason": {**_nullable(TEXT), "description": "Why, when it says (a takeover, a PartialFailure)."},
+        },
+        "One thing that happened to the id.",
+    ),
+    "IdHistory": _object(
+        {
+            "worker": TEXT,
+            "id": TEXT,
+            "shard": COUNT,
+            "events": {"type": "array", "items": _schema("IdHistoryEvent"), "description": "Newest first."},
+            "examined": {**COUNT, "description": "History entries of the id's shard read to answer."},
+            "complete": {"type": "boolean",
+                         "description": "Whether these are all the events the shard's history holds of the id."},
+            "reaches_back_to": {**_nullable(UNIX_TIME),
+                                "description": "When the oldest entry examined was written; null when none was."},
+        },
+        "An id's history in one worker (docs/history.md): it reaches back as far as its shard's retained entries.",
     ),
     "QueueStats": _object(
         {
@@ -575,6 +623,13 @@ PARAMETERS: Json = {
         "schema": {"type": "integer", "enum": list(HISTORY_WINDOWS), "default": HISTORY_WINDOWS[0]},
         "description": "How many hours back, ending now.",
     },
+    "historyLimit": {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 200},
+        "description": "How many events at most, newest first: digits only, 1 to 1000.",
+    },
     "auditLimit": {
         "name": "limit",
         "in": "query",
@@ -811,6 +866,13 @@ def paths() -> Json:
                               "Where the job is.", 400, 404,
                               parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInQuery")],
                               description="As `jobs/{job_id}`, for any id, even one a URL path would rewrite."),
+        f"{worker}/job/history": _get("api_job_history", "An id's history: what happened to it, when, where, by whom",
+                                      "IdHistory", "Newest first; an empty list when the history does not hold it.",
+                                      400, 404,
+                                      parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInQuery"),
+                                                  ref("parameters", "historyLimit")],
+                                      description="Read from the id's shard's history (docs/history.md), a bounded "
+                                                  "walk of at most history_length entries."),
         f"{worker}/jobs/{{job_id}}": _get("api_job", "Where a job is: queued, in processing, dead", "JobLookup",
                                           "Where the job is.", 404,
                                           parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from ..console import AREA_ORDERS, Console, WorkerView, listing
+from ..console import AREA_ORDERS, Console, WorkerView, histories, listing
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..store import audit, history
@@ -134,7 +134,7 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
                     scope=filter_text(args), fields=args.first_page().args(),
                     action=url_for(f".{area}_matching", worker=view.name, verb=verb))
     try:
-        done = c.act_on_counted(view, area, verb, args.order_by, token, **bounds)
+        done = c.act_on_counted(view, area, verb, args.order_by, token, actor=actor.actor(), **bounds)
     except ConfirmationRefused as exc:
         return flash_back(back, f"Nothing done: {exc}.")
     audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
@@ -201,11 +201,13 @@ def search() -> BaseResponse:
     job_id = listing.searched_id(request.args.get("id", ""))
     c = console()
     found = c.find(job_id) if job_id else []
-    workers = {f.view.name for f in found}
-    if len(workers) == 1:  # straight to the job page, which shows every state of the id in its worker
+    # Not queued, busy or dead: its history may still hold it (performed earlier, deleted)
+    remembered = histories.search(c, job_id, limit=1) if job_id and not found else []
+    workers = {f.view.name for f in found} | {shown.view.name for shown in remembered}
+    if len(workers) == 1:  # straight to the job page, which shows every state of the id and its history
         return redirect(url_for(".job_by_query", worker=workers.pop(), id=job_id), code=303)
-    return page("lowkiq/search.html", job_id=job_id, found=found, searched=bool(job_id), now=c.clock(),
-                status=200 if found or not job_id else 404)
+    return page("lowkiq/search.html", job_id=job_id, found=found, remembered=remembered, searched=bool(job_id),
+                now=c.clock(), status=200 if found or remembered or not job_id else 404)
 
 
 @bp.get("/workers/<worker>/jobs/<path:job_id>")
@@ -215,13 +217,15 @@ def job(worker: str, job_id: str) -> Response:
     q = c.queries(view)
     in_processing = q.busy_job(job_id)
     found = {"queued": q.job(job_id), "busy": in_processing, "morgue": q.morgue_job(job_id)}
-    status = 200 if any(found.values()) else 404
+    shown = histories.of(c, view, job_id)
+    status = 200 if any(found.values()) or shown.history.events else 404
     busy = None
     if in_processing is not None:  # which server performs it, since when: one more read, only then
         from ..console.busy import busy_jobs
 
         busy = busy_jobs(c, view, [in_processing])[1][0]
-    return page("lowkiq/job.html", view=view, job_id=job_id, found=found, tab="", now=c.clock(), status=status,
+    return page("lowkiq/job.html", view=view, job_id=job_id, found=found, shown=shown, tab="", now=c.clock(),
+                status=status,
                 lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 

@@ -32,6 +32,7 @@ from ..store.confirmations import ConfirmationRefused
 from ..store.queries import MORGUE_ORDERS
 from ..transport import TopologyError
 from . import COMMANDS, human
+from . import id_history as id_history_text
 from .human import Style
 
 if TYPE_CHECKING:
@@ -92,6 +93,11 @@ def parser() -> argparse.ArgumentParser:
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
     find = jobs_sub.add_parser("find", parents=[common], help="an id in every worker: queued, busy, dead")
     find.add_argument("id")
+    history = jobs_sub.add_parser("history", parents=[common],
+                                  help="an id's history in every worker: enqueued, taken, failed, performed, by whom")
+    history.add_argument("id")
+    history.add_argument("--worker", default="", help="only this worker's history of the id")
+    history.add_argument("--limit", type=int, default=50, help="events per worker at most, newest (default 50)")
     listing = jobs_sub.add_parser("list", parents=[common], help="a worker's queued, busy or dead jobs")
     listing.add_argument("worker")
     which = listing.add_mutually_exclusive_group(required=True)
@@ -219,6 +225,8 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
             return audit_log(c, _limit(args.limit))
         if args.command == "jobs" and args.jobs_command == "find":
             return find(c, args.id)
+        if args.command == "jobs" and args.jobs_command == "history":
+            return id_history(c, args.id, args.worker, _limit(args.limit))
         if args.command == "jobs":
             return list_jobs(c, args)
         if args.command in ("pause", "resume"):
@@ -331,6 +339,21 @@ def find(c: Console, job_id: str) -> Shown:
         return "\n\n".join(_job_text(job, style) for job in found)
 
     return Shown(data, text)
+
+
+def id_history(c: Console, job_id: str, worker: str, limit: int) -> Shown:
+    """The id's history in every worker whose history holds it (or in ``worker``), oldest event first."""
+    from ..console import histories
+
+    views = [c.worker(worker)] if worker else None
+    found = [shown.as_json() for shown in histories.search(c, job_id, limit=limit, views=views)]
+    data = {"id": job_id, "history": found}
+    if not found:
+        where = f"{worker}'s history" if worker else "any worker's history"
+        return Shown(data, lambda style: "", EXIT_NOT_FOUND,
+                     f"no event of id {job_id!r} in {where} (a history reaches back history_length entries per "
+                     f"shard)")
+    return Shown(data, lambda style: id_history_text.text(found, style))
 
 
 def _job_text(job: dict[str, Any], style: Style) -> str:
@@ -595,7 +618,7 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
         token = pending.token
     started = time.monotonic()
     try:
-        done = c.act_on_counted(view, "morgue", verb, order_by, token, **bounds)
+        done = c.act_on_counted(view, "morgue", verb, order_by, token, actor=_user(), **bounds)
     except ConfirmationRefused as exc:
         raise OpsError(f"nothing done: {exc}") from None
     action = f"morgue/{verb}_matching" if described else f"morgue/{verb}"
@@ -654,7 +677,7 @@ def _morgue_ids(c: Console, view: Any, verb: str, args: argparse.Namespace) -> S
         data = {"worker": view.name, "action": f"morgue/{verb}", "dry_run": True, "would_touch": dead}
         return Shown(data, lambda style: _dry_run_text(verb, view.name, scope, dead, found[:SAMPLE]))
     _ask(args, f"{verb} {dead:,} of the {len(ids):,} ids given (the others are not dead jobs) of {view.name}", dead)
-    actions = c.actions(view)
+    actions = c.actions(view, _user())
     started = time.monotonic()
     touched = actions.morgue_requeue(ids) if verb == "requeue" else actions.morgue_delete(ids)
     audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=touched,

@@ -184,8 +184,9 @@ class Console:
     def queries(self, view: WorkerView) -> Queries:
         return Queries(self.client, view.keys, load_payload=self.load_payload, load_error=self.load_error)
 
-    def actions(self, view: WorkerView) -> Actions:
-        return Actions(self.client, view.keys, clock=self.clock)
+    def actions(self, view: WorkerView, actor: str = "") -> Actions:
+        """The worker's actions, each touched id's history naming ``actor`` as who acted."""
+        return Actions(self.client, view.keys, clock=self.clock, actor=actor)
 
     def count_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
                        max: Any = None, content: Content | None = None) -> Pending:
@@ -204,13 +205,13 @@ class Console:
         return Confirmations(self.client).create(scope, chunks)
 
     def act_on_counted(self, view: WorkerView, area: str, verb: str, order_by: str, token: str, *, min: Any = None,
-                       max: Any = None, content: Content | None = None) -> Counted:
+                       max: Any = None, content: Content | None = None, actor: str = "") -> Counted:
         """Act on the jobs the dry run of ``token`` counted, and of those on the ones that still match the
         filter (content included): a job that came to match after the count is never touched. In chunks of
         MATCHING_CHUNK ids (CONTENT_CHUNK with a content filter), each its own short script. Raises
         ConfirmationRefused (touching nothing) for a token that was used, has expired, was never issued or
         counted another action."""
-        act = getattr(self.actions(view), _matching_method(area, verb))
+        act = getattr(self.actions(view, actor), _matching_method(area, verb))
         scope = _scope(view, area, verb, order_by, min, max, content)
         counted, chunks = Confirmations(self.client).take(token, scope)
         within = Filter(order_by, min, max, content=content or None, area=area)
@@ -234,7 +235,7 @@ class Console:
         an audit entry when it starts and one when it ends: also when it is cut off (an error, the
         process stopping), with how many jobs it had touched by then. Each chunk is atomic: what an
         interrupted action did not reach is untouched, and running it again goes on from there."""
-        run = getattr(self.actions(view), method)
+        run = getattr(self.actions(view, who), method)
 
         def record(count: int, scope: str) -> None:
             audit.record(self.client, who=who, source=source, action=action, worker=view.name, count=count,

@@ -165,7 +165,7 @@ class IdHistories:
         if kind == "enq":
             for item in _list(d[0]):
                 if _s(item[0]) == job_id:
-                    state = _s(item[2])
+                    state = codec.text(item[2])
                     name = {"new": "enqueued", "merged": "merged", "morgue": "joined_dead"}.get(state, state)
                     yield Event(at, name, versions=int(item[1]), perform_in=_number(item[3]))
         elif kind == "run":
@@ -202,7 +202,7 @@ class IdHistories:
     def _failure(self, at: float, d: list[Any], job_id: str) -> Iterator[Event]:
         server, token, batch_error, acked, outcomes, crashed = _s(d[0]), _s(d[1]), d[2], _ids(d[3]), d[4], d[5]
         thread = _s(d[6])
-        failed = [_s(o[0]) for o in _list(outcomes)]
+        failed = [codec.text(o[0]) for o in _list(outcomes)]
         if job_id in acked:
             yield Event(at, "performed", server, thread, token, batch=_others(acked, job_id), batch_size=len(acked),
                         reason=f"its batch's other ids {', '.join(failed[:5])} failed (PartialFailure)")
