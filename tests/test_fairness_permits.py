@@ -181,6 +181,8 @@ def test_a_refused_id_goes_back_untouched_and_its_group_waits_until_the_permit_i
     assert second not in [j.id for j in t1.jobs]  # A is at its limit on another shard
     assert second in ids_in(q, 1)[0] and second not in ids_in(q, 1)[1]
     assert q.client.zscore(q.keys.shard(1).ids_by_perform_in_zset, second) == queued_before  # its place kept
+    back, taken = runtime.histories(Limited).of(second).events[:2]  # its history says why it did not start
+    assert (taken.kind, back.kind) == ("taken", "restored") and "its group was at its limit" in (back.reason or "")
     assert "other" not in [j.id for j in t1.jobs] or q.shard_of("other") == 1
     # A is passed over by the next takes until a permit may free; then the ack of the first id ends its permit
     assert group_limits.blocked_for(Limited.queue_name).groups(time.monotonic())[0] == ["A"]

@@ -185,6 +185,11 @@ class IdHistories:
                 why = ("its server handed the shard over before finishing it" if kind == "rel"
                        else "its server could not tell whether its outcome was written")
                 yield Event(at, "restored", server, thread, token, reason=why)
+        elif kind == "untake":
+            if job_id in _ids(d[2]):
+                yield Event(at, "restored", _s(d[0]), _s(d[3]), _s(d[1]),
+                            reason="its group was at its limit (group_concurrency or group_rate_limit): back in its "
+                                   "place, to start when the group may")
         elif kind == "over":
             server, token, previous, crashed = _s(d[0]), _s(d[1]), _s(d[2]), bool(d[3])
             why = (f"its server {previous} stopped renewing its lease while performing it" if crashed

@@ -4,14 +4,18 @@
 -- ARGV[1] = grant, ARGV[2..] = ids. Returns how many went back.
 local refused = refusal(ARGV[1], server_ms())
 if refused then return refused end
-local n = 0
+local back = {}
 for i = 2, #ARGV do
   local record = redis.call('HGET', K_PROCESSING, ARGV[i])
   if record then
     local retry_count, perform_in, err, payloads = cmsgpack.unpack(record)
     queue_put(ARGV[i], payloads, perform_in, retry_count, err, false)
     redis.call('HDEL', K_PROCESSING, ARGV[i])
-    n = n + 1
+    back[#back + 1] = ARGV[i]
   end
 end
-return n
+if #back > 0 then
+  local holder = history_holder()
+  history_add(history_length(), 'untake', { holder[1], holder[2], back, holder[3] })
+end
+return #back
