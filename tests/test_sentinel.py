@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 import time
+import uuid
 
 import pytest
 import redis
+from conftest import wait_until
 from queue_support import held_lease
+from redis_sentinel import SERVICE
 
 import lowkiq
+from lowkiq.server import group_limits
+from lowkiq.server.keeper import Keeper
+from lowkiq.server.processor import Processor
 from lowkiq.store import lua
+from lowkiq.store.keys import GroupKeys
 from lowkiq.store.metrics import queue_metrics
 from lowkiq.transport import Transport
 from lowkiq.transport.sentinel import SentinelTarget, parse
@@ -24,6 +32,18 @@ class Mail(lowkiq.Worker):
 
     def perform(self, payloads_by_id):
         pass
+
+
+PERFORMED: list[str] = []
+
+
+class Limited(lowkiq.Worker):
+    queue_name = "sentinel-limited"
+    shards_count = 1
+    group_concurrency = 1
+
+    def perform(self, payloads_by_id):
+        PERFORMED.extend(payloads_by_id)
 
 
 def test_sentinel_urls_name_the_sentinels_the_service_the_database_and_the_passwords():
@@ -104,6 +124,69 @@ def test_a_failover_is_followed_without_a_restart(runtime, sentinel, clock):
     assert (m.length, m.busy, m.processed) == (22 - 2, 1, 1)
     assert sentinel.data(new).execute_command("ROLE")[0] == b"master"
     wire.close()
+
+
+@pytest.mark.slow
+def test_what_the_old_primary_took_after_the_promotion_is_put_back_by_the_thread_that_follows(sentinel):
+    """SENTINEL FAILOVER promotes the replica while the old primary still takes writes, until it follows the
+    new one (a second or so): a server thread's writes there meanwhile are lost. Here the untake of an id
+    refused a permit: on the new primary the id stays in processing, under the lease the thread still holds,
+    and no take reaches it. No call of the thread fails (READONLY is followed), and an idle thread writes
+    nothing: the keeper's beat follows the new primary and tells it. The thread then puts back what its shards
+    hold in processing before its next take, and the id is performed."""
+    runtime = lowkiq.configure(redis_url=sentinel.url, workers=[Limited], lease_ttl=30, poll_interval=0.1)
+    group_limits._blocked.clear()
+    group_limits._held.clear()
+    PERFORMED.clear()
+    thread = Processor(0, runtime, threading.Event(), lambda exc, in_perform: None)
+    keeper = Keeper(runtime, [thread], member_id=uuid.uuid4().hex)
+    try:
+        old = sentinel.primary()
+        new = next(port for port in sentinel.data_ports if port != old)
+        Limited.perform_async([{"id": "x", "group": "A"}])
+        permits = GroupKeys(Limited.queue_name, "A").permits_zset
+        sentinel.data(old).zadd(permits, {"elsewhere:0:grant:y": 2 ** 50})  # A is at its limit
+        keeper.beat()
+        keeper.holdings.replicas = runtime.client.replica_counts()
+        keeper.rebalance()
+        thread._read_inbox()
+        [handler] = thread.handlers
+        assert handler.limits is not None
+        processing = handler.lease.keys.processing_hash
+        ask = handler.limits.run
+
+        def promoted_meanwhile(calls):
+            # After the take, which the replica has: the replica is promoted; the old primary takes the
+            # permit's refusal and the untake, as it would any write until it follows the new primary.
+            if calls[0][0] == "permit_take":
+                sentinel.data(old).execute_command("WAIT", 1, 2000)
+                sentinel.sentinel(sentinel.sentinel_ports[0]).execute_command("SENTINEL FAILOVER", SERVICE)
+                wait_until(lambda: sentinel.data(new).execute_command("ROLE")[0] == b"master", 10)
+            return ask(calls)
+
+        handler.limits.run = promoted_meanwhile
+        thread.step()
+        handler.limits.run = ask
+        assert PERFORMED == [] and not sentinel.data(old).hexists(processing, "x")  # given back there...
+        sentinel.wait_new_primary(old)
+        assert sentinel.data(new).hexists(processing, "x")  # ...not on the new primary: the untake is lost
+        sentinel.data(new).zrem(permits, "elsewhere:0:grant:y")  # A's permit is free
+        # The thread is idle (what it reads, the old primary answers as a replica); the keeper's next beat
+        # follows the new primary and tells it.
+        keeper.tick()
+        deadline = time.monotonic() + 5
+        while PERFORMED == [] and time.monotonic() < deadline:
+            thread.step()
+        assert PERFORMED == ["x"], "the id was left in processing, never performed"
+        assert thread.wire.transport.topology().primaries[0].name == f"127.0.0.1:{new}"
+        thread._flush()
+        assert not sentinel.data(new).hexists(processing, "x")
+    finally:
+        for closing in (thread.wire, keeper.wire):
+            closing.close(disconnect=True)
+        runtime.close()
+        lowkiq.runtime._current = None
+        sentinel.wait_ready()  # the old primary is the replica now: ready for the next failover
 
 
 @pytest.mark.slow

@@ -52,6 +52,9 @@ class Keeper:
         self.member_id = member_id or membership.new_member_id()
         self.client = runtime.new_client(2)
         self.wire = lua.Wire(self.client)
+        # The generation of the deployment the beats went to: a new one (a failover, a new slot map) is told to
+        # the threads, which put back what their shards hold in processing there (Processor._followed).
+        self.generation = 0
         self.workers: dict[str, type[Worker]] = {w.queue_name: w for w in s.workers}
         self.queues = tuple((w.queue_name, w.shards_count) for w in s.workers)
         self.hint = (s.number_of_nodes, s.node_number) if s.number_of_nodes > 1 or s.build_splitter == "by_node" else None
@@ -198,6 +201,12 @@ class Keeper:
         sent = time.monotonic()
         reply = self.wire.call(*membership.beat_call(self.member_id, ttl_ms, self.record(ttl_ms), announce=self.announce))
         self.announce = False
+        generation = self.client.generation
+        if generation != self.generation:
+            if self.generation:  # not the first look: its calls went elsewhere (a failover, a new slot map)
+                for processor in self.processors:
+                    processor.primary_moved()
+            self.generation = generation
         now_ms, members = membership.members_of(reply)
         self.redis_clock.observe(now_ms / 1000, sent, time.monotonic())
         if self.ticker is not None:

@@ -12,6 +12,13 @@ in-flight batches back into the queue (fenced, so only where it still holds
 the lease): nothing is lost, and at most the last batch runs again. A
 refused lease means another process holds the shard now: the thread drops
 it and never retries the write.
+
+A failover may also lose writes that were answered: the old primary takes
+them until it follows the new one, and READONLY then sends the thread's
+calls to the new primary without an error. So once the thread's calls go to
+another node, it acknowledges its last batch there and puts back whatever
+its shards still hold in processing (a lost untake or ack left it there,
+under a lease the thread keeps renewing), before its next take.
 """
 
 from __future__ import annotations
@@ -83,6 +90,11 @@ class Processor:
         self.in_flight: Lease | None = None  # the lease of the batch being performed now
         self.uncertain = False  # a write failed midway: its outcome is unknown
         self.recovering = False
+        # The generation of the deployment the thread's calls went to (its transport's): a new one is another
+        # primary, which may lack the last writes the old one answered. ``moved``: the keeper's calls went
+        # to another primary (an idle thread, whose reads the old primary may still answer, learns it so).
+        self.generation = 0
+        self.moved = False
         self.errors_in_a_row = 0
         # What the scheduler compares the shards' perform_in (Redis time) with: Redis's clock, estimated
         # from the keeper's beats; never this host's, which may be seconds off.
@@ -116,6 +128,13 @@ class Processor:
         self.inbox.append((LOST, lease, False))
         self.wake.set()
 
+    def primary_moved(self) -> None:
+        """The keeper's calls go to another primary now (the keeper's thread): this thread looks again before
+        its next step, and puts back what its shards hold in processing there (see ``_followed``)."""
+        self.moved = True
+        self.client.suspect()
+        self.wake.set()
+
     # -- the loop ----------------------------------------------------------
 
     def run(self) -> None:
@@ -147,10 +166,14 @@ class Processor:
 
     def step(self) -> None:
         self.wake.clear()
+        if self.moved or self.client.generation != self.generation:
+            self._followed()
         # Recover before handing any shard on: a batch whose write went unanswered may sit in the
         # processing area of a shard the keeper moves to another thread, which would never restore it.
         if self.recovering:
-            self._recover()
+            restored = self._recover()
+            log.warning("thread %d: Redis is back; %d jobs this thread had in flight went back to the queue",
+                        self.number, restored)
         if self.inbox:
             self._read_inbox()
         if self.holding and self.pending is None:
@@ -399,14 +422,35 @@ class Processor:
         if self.wake.wait(delay):
             self.errors_in_a_row = 0
 
-    def _recover(self) -> None:
+    def _recover(self) -> int:
+        """Put back what the thread's shards hold in processing; how many ids went back."""
         restored, lost = self._holdings.restore(self.wire, [h.lease for h in self.handlers], f"thread {self.number}")
         for lease in lost:
             self._forget(lease)
         self.recovering = False
         self._reschedule()
-        log.warning("thread %d: Redis is back; %d jobs this thread had in flight went back to the queue",
-                    self.number, restored)
+        return restored
+
+    def _followed(self) -> None:
+        """The thread's calls go to another node now: a failover, followed maybe without any error (READONLY is
+        followed), or learnt from the keeper. The old primary answered writes until it followed the new one, and
+        lost them then: an untake or an ack left ids in processing, which no take reaches while this thread
+        holds the lease. Between batches nothing the thread holds in processing is in flight: it acknowledges
+        its last batch and puts back the rest, on the new primary."""
+        told, self.moved = self.moved, False
+        first = self.generation == 0 and not told
+        self.generation = self.client.generation
+        if first or not self.handlers:
+            return  # nothing was written before (the first calls find the deployment)
+        self.recovering = True  # done below; if a call fails on the way, at the next step
+        self._flush()
+        restored = self._recover()
+        self.generation = self.client.generation  # where the restore went
+        # Only a failover leaves something behind (a moved slot takes its keys along): a warning then.
+        log.log(logging.WARNING if restored else logging.INFO,
+                "thread %d: follows a new Redis primary or slot map; %d jobs its shards held in processing went "
+                "back to the queue (a failover may lose the last writes the old primary answered)", self.number,
+                restored, extra=log_format.fields(restored=restored))
 
     @property
     def _holdings(self) -> Holdings:

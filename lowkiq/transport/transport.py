@@ -62,6 +62,14 @@ class Transport:
         return self.refresh()
 
     @property
+    def generation(self) -> int:
+        """The generation of the snapshot calls go by now, 0 before the first; asks Redis nothing. It changes when
+        calls go to another node: after a failover, the primary that took the writes before it may have lost
+        the last of them."""
+        current = self._topology
+        return 0 if current is None else current.generation
+
+    @property
     def mode(self) -> str:
         """``standalone``, ``cluster`` or ``sentinel``."""
         return self.topology().mode
