@@ -1,6 +1,7 @@
 """Group limits with real server processes and their execution log (docs/fairness.md, "Group limits"):
 group_concurrency across processes and threads, a killed holder's permit coming back with the takeover,
-group_rate_limit's sliding window; on a standalone Redis, through Sentinel and on a Redis Cluster."""
+group_rate_limit's sliding window; on a standalone Redis, through Sentinel (with a failover) and on a Redis
+Cluster."""
 
 from __future__ import annotations
 
@@ -95,6 +96,35 @@ def test_group_concurrency_1_on_a_cluster(cluster, tmp_path):
 
 def test_group_concurrency_1_through_sentinel(configure, tmp_path, sentinel):
     concurrency_one_over_two_processes(tmp_path, sentinel.url, {**FAST, "APP_CONCURRENCY": "1"})
+
+
+def test_a_sentinel_failover_loses_no_job_and_the_limit_holds_again_within_a_lease(configure, tmp_path, sentinel):
+    """A failover may lose the last writes (docs/fairness.md, failure table): acknowledged batches run
+    again and a lost grant lets the group run N + 1 until its perform ends. Nothing is lost, and once
+    the lease ttl has passed the group is at its limit again."""
+    import lowkiq
+
+    env = {**FAST, "APP_CONCURRENCY": "1"}
+    worker = limited(env)
+    lowkiq.configure(redis_url=sentinel.url, workers=[worker])
+    jobs = [{"id": f"a{i}", "group": "A", "payload": {"g": "A", "sleep": 0.1}} for i in range(40)]
+    worker.perform_async(jobs)
+    servers = [start_server(tmp_path, sentinel.url, "-t", "3", "--poll-interval", "0.2", app=APP, env=env,
+                            name=f"s{n}") for n in range(2)]
+    try:
+        wait_until(lambda: len(records(tmp_path, "perform")) >= 5, timeout=25)
+        before, after = sentinel.failover()
+        failed_over_at = time.time()  # every sentinel names the new primary
+        assert before != after
+        wait_until(lambda: {rec["id"] for rec in records(tmp_path, "perform")} >= {j["id"] for j in jobs}, timeout=40)
+    finally:
+        for server in servers:
+            server.stop()
+    done = records(tmp_path, "perform")
+    assert {rec["id"] for rec in done} == {job["id"] for job in jobs}, "a job was lost"
+    settled = failed_over_at + 2 * float(FAST["LOWKIQ_LEASE_TTL"])
+    late = [(a, b) for a, b in overlaps([(rec["start"], rec["end"]) for rec in done]) if b[0] > settled]
+    assert late == [], "two ids of A performed at once long after the failover"
 
 
 @pytest.mark.guarantee
