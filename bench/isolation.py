@@ -19,7 +19,10 @@ from pathlib import Path
 from .redis_server import RedisServer
 
 APP = Path(__file__).parent / "apps" / "isolation_app.py"
-MODES = {"thread": ("thread", ""), "thread + time_limit": ("thread", "30"), "process": ("process", "")}
+# mode -> (isolation, time_limit, history, schedules): each feature against the same code without it
+MODES = {"thread": ("thread", "", "", ""), "thread + time_limit": ("thread", "30", "", ""),
+         "process": ("process", "", "", ""), "thread, no history": ("thread", "", "0", ""),
+         "thread + schedules": ("thread", "", "", "1")}
 
 
 def drain(url: str, mode: str, jobs: int) -> float:
@@ -27,7 +30,7 @@ def drain(url: str, mode: str, jobs: int) -> float:
 
     import lowkiq
 
-    isolation, limit = MODES[mode]
+    isolation, limit, history, schedules = MODES[mode]
     client = redis.Redis.from_url(url)
     client.flushall()
     worker = type("IsolationBench", (lowkiq.Worker,), {"shards_count": 8, "__module__": __name__,
@@ -35,7 +38,8 @@ def drain(url: str, mode: str, jobs: int) -> float:
     lowkiq.configure(redis_url=url, workers=[worker])
     for start in range(0, jobs, 2000):
         worker.perform_async([{"id": str(i), "payload": i} for i in range(start, min(jobs, start + 2000))])
-    env = {**os.environ, "LOWKIQ_REDIS_URL": url, "BENCH_ISOLATION": isolation, "BENCH_TIME_LIMIT": limit}
+    env = {**os.environ, "LOWKIQ_REDIS_URL": url, "BENCH_ISOLATION": isolation, "BENCH_TIME_LIMIT": limit,
+           "BENCH_HISTORY": history, "BENCH_SCHEDULES": schedules}
     server = subprocess.Popen([str(Path(sys.executable).parent / "lowkiq"), "-r", str(APP), "--threads", "2"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     keys = worker.keys().shards()
@@ -75,8 +79,10 @@ def main() -> None:
         print(f"{mode:22} {medians[mode]:9,.0f} jobs/s  (rounds: {', '.join(f'{v:,.0f}' for v in values)})")
     base = medians["thread"]
     print(f"process / thread: {medians['process'] / base:.2f}")
-    print(f"thread + time_limit / thread: {medians['thread + time_limit'] / base:.3f} "
-          f"(cost {100 * (1 - medians['thread + time_limit'] / base):+.1f}%)")
+    for mode in ("thread + time_limit", "thread + schedules"):
+        print(f"{mode} / thread: {medians[mode] / base:.3f} (cost {100 * (1 - medians[mode] / base):+.1f}%)")
+    print(f"thread (history on, the default) / thread, no history: {base / medians['thread, no history']:.3f} "
+          f"(cost {100 * (1 - base / medians['thread, no history']):+.1f}%)")
 
 
 if __name__ == "__main__":
