@@ -19,6 +19,8 @@ import redis
 import lowkiq
 
 APPS = Path(__file__).parent / "apps"
+# Shorter leases than the defaults, so that a takeover after kill -9 happens within a test's patience.
+FAST_LEASES = {"LOWKIQ_LEASE_TTL": "2", "LOWKIQ_HEARTBEAT_INTERVAL": "0.3", "LOWKIQ_SETTLE": "0.3"}
 APP = APPS / "app.py"
 
 

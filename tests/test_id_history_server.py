@@ -8,14 +8,13 @@ import signal
 
 import pytest
 from conftest import wait_until
-from server_support import import_app, queue_empty, records, start_server
+from server_support import FAST_LEASES, import_app, queue_empty, records, start_server
 
 import lowkiq
 from lowkiq.store import membership
 
 pytestmark = [pytest.mark.slow]
 
-FAST_LEASES = {"LOWKIQ_LEASE_TTL": "2", "LOWKIQ_HEARTBEAT_INTERVAL": "0.3", "LOWKIQ_SETTLE": "0.3"}
 
 
 @pytest.fixture

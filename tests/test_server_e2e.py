@@ -9,15 +9,13 @@ import time
 
 import pytest
 from conftest import wait_until
-from server_support import busy_count, ids_per_shard, import_app, performed_ids, queue_empty, records, start_server
+from server_support import FAST_LEASES, busy_count, ids_per_shard, import_app, performed_ids, queue_empty, records, start_server
 
 from lowkiq.store import membership
 from lowkiq.store.codec import shard_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
-# Shorter leases than the defaults, so that a takeover after kill -9 happens within a test's patience.
-FAST_LEASES = {"LOWKIQ_LEASE_TTL": "2", "LOWKIQ_HEARTBEAT_INTERVAL": "0.3", "LOWKIQ_SETTLE": "0.3"}
 
 
 @pytest.fixture

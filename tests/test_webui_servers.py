@@ -7,14 +7,13 @@ import signal
 
 import pytest
 from conftest import wait_until
-from server_support import APPS, start_server
+from server_support import APPS, FAST_LEASES, start_server
 from webui_support import host_app
 
 import lowkiq
 
 pytestmark = pytest.mark.slow
 
-FAST_LEASES = {"LOWKIQ_LEASE_TTL": "2", "LOWKIQ_HEARTBEAT_INTERVAL": "0.3", "LOWKIQ_SETTLE": "0.3"}
 
 
 @pytest.fixture

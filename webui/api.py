@@ -284,16 +284,22 @@ def api_openapi() -> Response:
     return reply(openapi.document(prefix, basic_auth=settings().password is not None))
 
 
+def _body_with(field: str, example: str) -> dict[str, Any]:
+    """The request's JSON object, which may hold ``field`` and nothing else; else BadInput showing ``example``."""
+    body = body_object()
+    if body is None:
+        raise BadInput(f"the body must be a JSON object like {example}")
+    unknown = set(body) - {field}
+    if unknown:
+        raise BadInput(f'unknown fields {sorted(unknown)}; expected only "{field}"')
+    return body
+
+
 def _body_ids(op: Operation) -> list[str]:
     if not op.takes_ids:
         no_parameters(op.path)
         return []
-    body = body_object()
-    if body is None:
-        raise BadInput('the body must be a JSON object like {"ids": ["1", "2"]}')
-    unknown = set(body) - {"ids"}
-    if unknown:
-        raise BadInput(f"unknown fields {sorted(unknown)}; expected only \"ids\"")
+    body = _body_with("ids", '{"ids": ["1", "2"]}')
     ids = body.get("ids")
     if not isinstance(ids, list):
         raise BadInput('"ids" must be a list of job ids (strings or integers)')
@@ -326,12 +332,7 @@ def api_retry_now(worker: str) -> Response:
     Audited as the page's is; an id not in the queue is a 404 that touches nothing and records nothing."""
     c = console()
     view = c.worker(worker)
-    body = body_object()
-    if body is None:
-        raise BadInput('the body must be a JSON object like {"id": "1042"}')
-    unknown = set(body) - {"id"}
-    if unknown:
-        raise BadInput(f"unknown fields {sorted(unknown)}; expected only \"id\"")
+    body = _body_with("id", '{"id": "1042"}')
     if "id" not in body:
         raise BadInput('retry now needs "id": the id of one queued job')
     job_id = _job_id(body["id"], '"id"')
