@@ -38,8 +38,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="tiny sizes, under a minute, no verdicts (CI)")
     p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11", help="items to run, e.g. 1,2 (default all)")
     p.add_argument("--runs", type=int, help="timed runs per measurement (default 3; smoke 1)")
-    p.add_argument("--others-runs", type=int, help="item 4: runs of RQ and Dramatiq (default 1: an RQ drain of "
-                   "100,000 jobs takes about 4 minutes)")
+    p.add_argument("--others-runs", type=int, help="item 4: rounds of pairs, lowkiq and each peer (default 1)")
+    p.add_argument("--peer-jobs", type=int, help="item 4: jobs each peer drains (default 100,000: RQ's SimpleWorker "
+                   "takes about 6 minutes on them)")
+    p.add_argument("--fork-jobs", type=int, help="item 4: jobs RQ's forking worker drains (default 2,000)")
     p.add_argument("--profile", choices=["auto", "always", "never"], default=None,
                    help="py-spy profile of the server: where a target is missed (auto, default), always, never")
     p.add_argument("--no-http", action="store_true", help="item 6: only in-process (Flask test client), no gunicorn")
@@ -66,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes = dataclasses.replace(sizes, runs=args.runs)
     if args.others_runs:
         sizes = dataclasses.replace(sizes, others_runs=args.others_runs)
+    if args.peer_jobs:
+        sizes = dataclasses.replace(sizes, rq_jobs=args.peer_jobs)
+    if args.fork_jobs:
+        sizes = dataclasses.replace(sizes, rq_fork_jobs=args.fork_jobs)
     options = Options(profile=args.profile or ("always" if args.smoke else "auto"), console_http=not args.no_http)
     wanted = sorted({int(x) for x in args.only.split(",") if x.strip()})
     chosen = items()
