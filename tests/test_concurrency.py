@@ -11,6 +11,8 @@ import pytest
 from conftest import wait_until
 from server_support import import_app, queue_empty, records, start_server
 
+from lowkiq.store import membership
+
 pytestmark = pytest.mark.slow
 
 IDS = 150
@@ -24,6 +26,9 @@ def test_no_overlap_per_id_and_scores_non_decreasing(configure, r, redis_url, tm
     nodes = [start_server(tmp_path, redis_url, "--nodes", "2", "--node-number", str(n), "--threads", "2",
                           "--poll-interval", "0.05", env=env, name=f"node{n}") for n in range(2)]
     try:
+        # Both serving before the versions come: a node still starting when the others have drained it all
+        # would perform nothing (the test is about two nodes at work, not about start-up under load).
+        wait_until(lambda: {m.pid for m in membership.live(r)} == {n.pid for n in nodes}, timeout=30)
         rng = random.Random(7)
         version = {str(i): 0 for i in range(IDS)}
         deadline = time.monotonic() + PRODUCE_SECONDS
