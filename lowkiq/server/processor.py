@@ -132,7 +132,7 @@ class Processor:
         """The keeper's calls go to another primary now (the keeper's thread): this thread looks again before
         its next step, and puts back what its shards hold in processing there (see ``_followed``)."""
         self.moved = True
-        self.client.suspect()
+        self.wire.transport.suspect()
         self.wake.set()
 
     # -- the loop ----------------------------------------------------------
@@ -166,7 +166,7 @@ class Processor:
 
     def step(self) -> None:
         self.wake.clear()
-        if self.moved or self.client.generation != self.generation:
+        if self.moved or self.wire.transport.generation != self.generation:
             self._followed()
         # Recover before handing any shard on: a batch whose write went unanswered may sit in the
         # processing area of a shard the keeper moves to another thread, which would never restore it.
@@ -439,13 +439,13 @@ class Processor:
         its last batch and puts back the rest, on the new primary."""
         told, self.moved = self.moved, False
         first = self.generation == 0 and not told
-        self.generation = self.client.generation
+        self.generation = self.wire.transport.generation
         if first or not self.handlers:
             return  # nothing was written before (the first calls find the deployment)
         self.recovering = True  # done below; if a call fails on the way, at the next step
         self._flush()
         restored = self._recover()
-        self.generation = self.client.generation  # where the restore went
+        self.generation = self.wire.transport.generation  # where the restore went
         # Only a failover leaves something behind (a moved slot takes its keys along): a warning then.
         log.log(logging.WARNING if restored else logging.INFO,
                 "thread %d: follows a new Redis primary or slot map; %d jobs its shards held in processing went "
