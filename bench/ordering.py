@@ -1,4 +1,4 @@
-"""Per-id order under hot ids: ``python -m bench.ordering [--versions N] [--ids K] [--only NAMES] [--smoke]``.
+"""Per-id order under hot ids: ``python -m bench.ordering [--versions N] [--ids K] [--rounds R] [--only NAMES] [--smoke]``.
 
 ``--versions`` (10,000) versions over ``--ids`` (100) ids, each version's id drawn Zipf-like (id of rank r
 with weight 1/r: the hottest gets about a fifth of the versions), each with 0 to 2 ms of work (uniform; seeded,
@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -208,16 +209,25 @@ class _worker:
             _stop(self.process)
 
 
-def table(outcomes: list[Outcome], total: int, ids: int) -> str:
+def _cell(values: list[float], fmt: str) -> str:
+    return ", ".join(fmt.format(v) for v in values)
+
+
+def table(outcomes: dict[Contender, list[Outcome]], total: int, ids: int, rounds: int) -> str:
     lines = [f"{total:,} versions over {ids} ids (Zipf-like), 0 to 2 ms of work each, sent one by one while the worker "
-             "runs; one run each, in this order",
+             f"runs; {rounds} round(s), the contenders' order reversed every other round; every round's counts, "
+             "the median of the times",
              "",
              "| queue | set up | versions applied out of order | ids left at an older version | seconds, first sent "
              "to last applied | sending took, s | load before |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for o in outcomes:
-        lines.append(f"| {o.contender.name} | {o.contender.setup} | {o.out_of_order:,} | {o.left_older} | "
-                     f"{o.seconds:.2f} | {o.sending:.2f} | {o.load:.2f} |")
+    for contender, runs in outcomes.items():
+        loads = [o.load for o in runs]
+        load = f"{loads[0]:.2f}" if len(loads) == 1 else f"{min(loads):.2f} to {max(loads):.2f}"
+        lines.append(f"| {contender.name} | {contender.setup} | {_cell([o.out_of_order for o in runs], '{:,}')} | "
+                     f"{_cell([o.left_older for o in runs], '{}')} | "
+                     f"{statistics.median(o.seconds for o in runs):.2f} | "
+                     f"{statistics.median(o.sending for o in runs):.2f} | {load} |")
     return "\n".join(lines)
 
 
@@ -225,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ordering", description=__doc__.split("\n\n")[0])
     parser.add_argument("--versions", type=int, default=10_000)
     parser.add_argument("--ids", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=1, help="runs of every contender, in alternating order")
     parser.add_argument("--only", default="", help="contenders by name, e.g. lowkiq,arq (default all)")
     parser.add_argument("--smoke", action="store_true", help="200 versions over 10 ids: only checks that it works")
     args = parser.parse_args(argv)
@@ -233,17 +244,18 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [c for c in CONTENDERS if not wanted or c.name in wanted]
     sent = versions(total, ids)
     assert all(job_id != READY for job_id, _, _ in sent)
-    outcomes = []
+    outcomes: dict[Contender, list[Outcome]] = {c: [] for c in chosen}
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="lowkiq-ordering-") as file, RedisServer() as server:
         json.dump(sent, file)
         file.flush()
         client = server.client()
-        for contender in chosen:
-            outcomes.append(run_one(contender, server.url, client, sent, file.name))
+        for r in range(args.rounds):
+            for contender in chosen if r % 2 == 0 else chosen[::-1]:
+                outcomes[contender].append(run_one(contender, server.url, client, sent, file.name))
     print()
-    print(table(outcomes, total, ids))
-    lowkiq = [o for o in outcomes if o.contender.name == "lowkiq"]
-    if lowkiq and (lowkiq[0].out_of_order or lowkiq[0].left_older):
+    print(table(outcomes, total, ids, args.rounds))
+    lowkiq = [o for runs in outcomes.values() for o in runs if o.contender.name == "lowkiq"]
+    if any(o.out_of_order or o.left_older for o in lowkiq):
         print("\nlowkiq did not keep every id's order", file=sys.stderr)
         return 1
     return 0
