@@ -23,6 +23,7 @@ import ctypes
 import heapq
 import itertools
 import logging
+import math
 import os
 import pickle
 import selectors
@@ -69,6 +70,8 @@ class Watchdog:
         self._heap: list[tuple[float, int, Armed]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        self._active = 0  # limits armed and not yet disarmed
+        self._wakes_at = math.inf  # when the watchdog's thread wakes next, unless notified
 
     def arm(self, seconds: float, label: str, on_ignored: Callable[[Armed], None] | None = None) -> Armed:
         """Arm a limit for the calling thread's perform, ``seconds`` from now."""
@@ -77,8 +80,17 @@ class Watchdog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="lowkiq-time-limits", daemon=True)
                 self._thread.start()
+            self._active += 1
+            if len(self._heap) > 2 * self._active + 64:
+                # A disarmed limit stays in the heap (taking it out is O(n)): now and then they all go at once,
+                # long before their deadlines would wake the watchdog for nothing.
+                self._heap = [entry for entry in self._heap if entry[2].active]
+                heapq.heapify(self._heap)
             heapq.heappush(self._heap, (armed.deadline, next(self._order), armed))
-            self._changed.notify()
+            if armed.deadline < self._wakes_at:
+                # The watchdog sleeps until the earliest deadline it knows: waking it for a later one would cost
+                # a thread switch per batch.
+                self._changed.notify()
         return armed
 
     def disarm(self, armed: Armed) -> None:
@@ -90,6 +102,7 @@ class Watchdog:
         with self._changed:
             if armed.active:
                 armed.active = False
+                self._active -= 1
                 if armed.fired:
                     _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), None)  # NULL: clear what is pending
 
@@ -97,7 +110,9 @@ class Watchdog:
         while True:
             with self._changed:
                 while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._wakes_at = self._heap[0][0] if self._heap else math.inf
                     self._changed.wait(None if not self._heap else self._heap[0][0] - time.monotonic())
+                self._wakes_at = -math.inf  # awake: nothing to tell it until it sleeps again
                 _, _, armed = heapq.heappop(self._heap)
                 if not armed.active:
                     continue
