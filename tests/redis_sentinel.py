@@ -95,8 +95,11 @@ class RedisSentinel(ProcessGroup):
                     s = self.sentinel(port)
                     state = s.sentinel_master(SERVICE)
                     if int(state["port"]) != primary or state["num-other-sentinels"] < others or \
-                            not s.sentinel_slaves(SERVICE):
-                        last = f"sentinel {port}: {state.get('flags')}, {state['num-other-sentinels']} others"
+                            not any(self._promotable(r) for r in s.sentinel_slaves(SERVICE)):
+                        # (a replica the sentinel last saw with its link down, e.g. the old primary just made to
+                        # follow, is refused by SENTINEL FAILOVER with NOGOODSLAVE until its INFO says otherwise)
+                        last = f"sentinel {port}: {state.get('flags')}, {state['num-other-sentinels']} others, " \
+                               f"replicas {s.sentinel_slaves(SERVICE)}"
                         break
                 else:
                     # (a sentinel's own view of the replica's link is refreshed only every 10 s)
@@ -108,6 +111,14 @@ class RedisSentinel(ProcessGroup):
                 last = str(exc)
             time.sleep(0.05)
         raise RuntimeError(f"the Sentinel setup was not ready within {timeout}s ({last})")
+
+    @staticmethod
+    def _promotable(replica: dict) -> bool:
+        """A replica as a sentinel sees it that SENTINEL FAILOVER would promote: up, its link to the primary up."""
+        flags = replica.get("flags", "")
+        flags = flags if isinstance(flags, str) else ",".join(sorted(flags))
+        return ("s_down" not in flags and "disconnected" not in flags and replica.get("master-link-status") == "ok"
+                and int(replica.get("master-link-down-time", 0) or 0) == 0)
 
     def _in_sync(self, replica: int) -> bool:
         try:
