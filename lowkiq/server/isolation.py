@@ -71,7 +71,9 @@ class Watchdog:
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
         self._active = 0  # limits armed and not yet disarmed
-        self._wakes_at = math.inf  # when the watchdog's thread wakes next, unless notified
+        # When the watchdog's thread wakes next, unless notified; -inf while it is awake (or starting), when it
+        # looks at the heap before it sleeps again and needs no notice.
+        self._wakes_at = -math.inf
 
     def arm(self, seconds: float, label: str, on_ignored: Callable[[Armed], None] | None = None) -> Armed:
         """Arm a limit for the calling thread's perform, ``seconds`` from now."""
