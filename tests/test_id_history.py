@@ -145,15 +145,38 @@ def test_the_stream_keeps_about_history_length_entries_and_a_long_walk_is_bounde
 
 def test_trim_by_age_drops_old_entries(r):
     from lowkiq.store import lua
-    from lowkiq.store.id_history import trim_calls
+    from lowkiq.store.id_history import trim_call
 
     OrdersWorker.perform_async([{"id": n, "payload": n} for n in range(30)])
     keys = queue().keys.shard(0)
     assert r.xlen(keys.events_stream) == 1
-    lua.run_many(r, [trim_calls(keys, max_age=-60)])  # a cutoff a minute ahead: everything is older
+    lua.run_many(r, [trim_call(keys, max_age=-60)])  # a cutoff a minute ahead: everything is older
     assert r.xlen(keys.events_stream) == 0
 
 
 def test_histories_read_through_a_client_of_their_own(r):
     OrdersWorker.perform_async([{"id": "z", "payload": 1}])
     assert [e.kind for e in IdHistories(r, OrdersWorker.keys()).of("z").events] == ["enqueued"]
+
+
+def test_a_restore_and_a_hand_over_say_what_went_back_and_who_held_it(r):
+    from queue_support import restore
+
+    from lowkiq.store import lua
+    from lowkiq.store.leases import release_call
+
+    q = queue()
+    shard = q.shard_of("a")
+    other = next(i for i in (f"b{n}" for n in range(40)) if q.shard_of(i) == shard)
+    OrdersWorker.perform_async([{"id": "a", "payload": 1}, {"id": other, "payload": 1}])
+    lease = held_lease(q, shard)
+    q.ack_and_take(None, (lease, 10), thread="t-1")
+    assert restore(q, lease) == 2
+    back = history("a").events[0]
+    assert (back.kind, back.server, back.thread) == ("restored", "tests", "t-1")
+    assert "could not tell" in (back.reason or "")
+    q.ack_and_take(None, (lease, 10), thread="t-2")
+    lua.run_many(r, [release_call(lease, ["a"])])  # "a" done, the other put back as the shard is handed over
+    performed, handed = history("a").events[0], history(other).events[0]
+    assert (performed.kind, handed.kind) == ("performed", "restored") and handed.thread == "t-2"
+    assert "handed the shard over" in (handed.reason or "")

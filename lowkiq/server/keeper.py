@@ -185,7 +185,7 @@ class Keeper:
     def trim_histories(self) -> None:
         """Each held shard's id history loses its entries older than its worker's history_max_age."""
         now = self.redis_clock.now()
-        calls = [id_history.trim_calls(lease.keys, worker.history_max_age, now)
+        calls = [id_history.trim_call(lease.keys, worker.history_max_age, now)
                  for lease in self.holdings.held().values()
                  if lease.lost is None and (worker := self.workers.get(lease.keys.queue_name)) is not None
                  and worker.history_length > 0]

@@ -168,45 +168,50 @@ class IdHistories:
                     state = codec.text(item[2])
                     name = {"new": "enqueued", "merged": "merged", "morgue": "joined_dead"}.get(state, state)
                     yield Event(at, name, versions=int(item[1]), perform_in=_number(item[3]))
-        elif kind == "run":
-            server, token, thread, acked, taken = _s(d[0]), _s(d[1]), _s(d[2]), _ids(d[3]), _ids(d[4])
-            if job_id in acked:
-                yield Event(at, "performed", server, thread, token, batch=_others(acked, job_id),
-                            batch_size=len(acked))
-            if job_id in taken:
-                yield Event(at, "taken", server, thread, token, batch=_others(taken, job_id), batch_size=len(taken))
-        elif kind == "fail":
-            yield from self._failure(at, d, job_id)
-        elif kind in ("back", "rel"):
-            server, token, thread = _s(d[0]), _s(d[1]), _s(d[-1])
-            if kind == "rel" and job_id in _ids(d[2]):
-                yield Event(at, "performed", server, thread, token, reason="acknowledged as its server handed over")
-            if job_id in _ids(d[-2]):
-                why = ("its server handed the shard over before finishing it" if kind == "rel"
-                       else "its server could not tell whether its outcome was written")
-                yield Event(at, "restored", server, thread, token, reason=why)
-        elif kind == "untake":
-            if job_id in _ids(d[2]):
-                yield Event(at, "restored", _s(d[0]), _s(d[3]), _s(d[1]),
-                            reason="its group was at its limit (group_concurrency or group_rate_limit): back in its "
-                                   "place, to start when the group may")
-        elif kind == "over":
-            server, token, previous, crashed = _s(d[0]), _s(d[1]), _s(d[2]), bool(d[3])
-            why = (f"its server {previous} stopped renewing its lease while performing it" if crashed
-                   else "the shard was taken over")
-            if job_id in _ids(d[4]):
-                yield Event(at, "restored", server, None, token, reason=why)
-            if job_id in _ids(d[5]):
-                yield Event(at, "morgued", server, None, token, reason=why + " (crash_limit reached)")
         elif kind == "op":
             actor, verb, ids = _s(d[0]) or "", _s(d[1]) or "", _ids(d[2])
             if job_id in ids:
                 yield Event(at, OPERATOR_EVENTS.get(verb, verb), actor=actor, batch=_others(ids, job_id),
                             batch_size=len(ids))
+        else:
+            # a step of the shard's holder: {member id, fencing token, thread, ...} (_lib.lua, history_held)
+            yield from self._held(at, kind, _s(d[0]), _s(d[2]), _s(d[1]), d[3:], job_id)
 
-    def _failure(self, at: float, d: list[Any], job_id: str) -> Iterator[Event]:
-        server, token, batch_error, acked, outcomes, crashed = _s(d[0]), _s(d[1]), d[2], _ids(d[3]), d[4], d[5]
-        thread = _s(d[6])
+    def _held(self, at: float, kind: str, server: str | None, thread: str | None, token: str | None,
+              d: list[Any], job_id: str) -> Iterator[Event]:
+        if kind == "run":
+            for name, ids in (("performed", _ids(d[0])), ("taken", _ids(d[1]))):
+                if job_id in ids:
+                    yield Event(at, name, server, thread, token, batch=_others(ids, job_id), batch_size=len(ids))
+        elif kind == "fail":
+            yield from self._failure(at, server, thread, token, d, job_id)
+        elif kind == "rel":
+            if job_id in _ids(d[0]):
+                yield Event(at, "performed", server, thread, token, reason="acknowledged as its server handed over")
+            if job_id in _ids(d[1]):
+                yield Event(at, "restored", server, thread, token,
+                            reason="its server handed the shard over before finishing it")
+        elif kind == "back":
+            if job_id in _ids(d[0]):
+                yield Event(at, "restored", server, thread, token,
+                            reason="its server could not tell whether its outcome was written")
+        elif kind == "untake":
+            if job_id in _ids(d[0]):
+                yield Event(at, "restored", server, thread, token,
+                            reason="its group was at its limit (group_concurrency or group_rate_limit): back in its "
+                                   "place, to start when the group may")
+        elif kind == "over":
+            previous, crashed = _s(d[0]), bool(d[1])
+            why = (f"its server {previous} stopped renewing its lease while performing it" if crashed
+                   else "the shard was taken over")
+            if job_id in _ids(d[2]):
+                yield Event(at, "restored", server, thread, token, reason=why)
+            if job_id in _ids(d[3]):
+                yield Event(at, "morgued", server, thread, token, reason=why + " (crash_limit reached)")
+
+    def _failure(self, at: float, server: str | None, thread: str | None, token: str | None, d: list[Any],
+                 job_id: str) -> Iterator[Event]:
+        batch_error, acked, outcomes, crashed = d[0], _ids(d[1]), d[2], d[3]
         failed = [codec.text(o[0]) for o in _list(outcomes)]
         if job_id in acked:
             yield Event(at, "performed", server, thread, token, batch=_others(acked, job_id), batch_size=len(acked),
@@ -236,7 +241,7 @@ class IdHistories:
             return text.decode("utf-8", "replace"), traceback
 
 
-def trim_calls(keys: ShardKeys, max_age: float, now: float | None = None) -> lua.Call:
+def trim_call(keys: ShardKeys, max_age: float, now: float | None = None) -> lua.Call:
     """The call that drops a shard's history entries older than ``max_age`` seconds (Redis time ~ now)."""
     cutoff_ms = int(((time.time() if now is None else now) - max_age) * 1000)
     return ("history_trim", keys, (max(cutoff_ms, 0),))

@@ -577,11 +577,16 @@ local function history_add(length, kind, detail)
   end
 end
 
--- The holder's identity for an entry: {member id, fencing token as "cfg_epoch:fence", the thread that took
--- the shard's last batch}.
-local function history_holder()
-  if not LEASE then return { false, false, false } end
-  return { LEASE.owner or false, (LEASE.cfg_epoch or '0') .. ':' .. (LEASE.fence or ''), LEASE.thread or false }
+-- An entry of a step the lease's holder took (after refusal()): {its member id, its fencing token as
+-- "cfg_epoch:fence", ``thread`` or else the thread that took the shard's last batch, ...}.
+local function history_held(length, kind, thread, ...)
+  if length <= 0 then return end
+  local owner, token = false, false
+  if LEASE then
+    owner, token = LEASE.owner or false, (LEASE.cfg_epoch or '0') .. ':' .. (LEASE.fence or '')
+    thread = thread or LEASE.thread
+  end
+  history_add(length, kind, { owner, token, thread or false, ... })
 end
 
 -- A stored error as an entry keeps it: whole up to 4 KB; past that its text cut to 2 KB and its
@@ -617,7 +622,7 @@ local function refusal(grant, now_ms)
 end
 
 -- Every job left in processing goes back to the queue (merge rule "failed job": its own
--- retry_count, perform_in and error win). Returns how many, and their ids.
+-- retry_count, perform_in and error win). Returns their ids.
 local function restore_processing()
   local records = redis.call('HGETALL', K_PROCESSING)
   local ids = {}
@@ -627,7 +632,7 @@ local function restore_processing()
     ids[#ids + 1] = records[i]
   end
   redis.call('DEL', K_PROCESSING)
-  return #records / 2, ids
+  return ids
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count

@@ -240,9 +240,6 @@ elseif head == nil then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
 end
-if taken or #acked > 0 then
-  local holder = history_holder()
-  history_add(history, 'run', { holder[1], holder[2], ARGV[5], acked, taken or {} })
-end
+if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}) end
 out[1] = head or false
 return out

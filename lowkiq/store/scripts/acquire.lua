@@ -22,7 +22,7 @@ end
 -- server of a version without leases was stopped mid-batch. Only a takeover from another
 -- member counts as a crash of its jobs.
 local crashed = state == 'held' and owner ~= member
-local restored, morgued, back = 0, {}, {}
+local morgued, back = {}, {}
 local records = redis.call('HGETALL', K_PROCESSING)
 for i = 1, #records, 2 do
   local id = records[i]
@@ -35,7 +35,6 @@ for i = 1, #records, 2 do
     morgued[#morgued + 1] = id
   else
     queue_put(id, payloads, perform_in, retry_count, err, false)
-    restored = restored + 1
     back[#back + 1] = id
   end
 end
@@ -81,7 +80,8 @@ redis.call('HSET', K_LEASE, 'state', 'held', 'owner', member, 'grant', grant,
   'expires_ms', now_ms + ttl, 'acquired_ms', now_ms)
 redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')
 if #records > 0 then
-  history_add(history_length(), 'over', { member, string.format('%.0f:%.0f', cfg_epoch, fence), owner or false,
-    crashed, back, morgued })
+  -- the new holder's entry, as history_held() writes one (no thread of it has taken a batch yet)
+  history_add(history_length(), 'over', { member, string.format('%.0f:%.0f', cfg_epoch, fence), false,
+    owner or false, crashed, back, morgued })
 end
-return { 1, epoch, cfg_epoch, restored, morgued, fence }
+return { 1, epoch, cfg_epoch, #back, morgued, fence }

@@ -88,9 +88,7 @@ if #failed > 0 then
   if #survived > 0 and redis.call('EXISTS', K_CRASHES) == 1 then call_chunked('HDEL', K_CRASHES, survived, 1) end
 end
 if #outcomes > 0 or #ids > 0 then
-  local holder = history_holder()
-  history_add(history_length(), 'fail', { holder[1], holder[2], history_error(batch_err), ids, outcomes,
-    crash_limit > 0, holder[3] })
+  history_held(history_length(), 'fail', nil, history_error(batch_err), ids, outcomes, crash_limit > 0)
 end
 morgued[1] = missing
 return morgued

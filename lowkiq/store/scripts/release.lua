@@ -6,11 +6,8 @@
 local refused = refusal(ARGV[1], server_ms())
 if refused then return refused end
 local acked = acknowledge(2)
-local restored, ids = restore_processing()
-if #acked > 0 or restored > 0 then
-  local holder = history_holder()
-  history_add(history_length(), 'rel', { holder[1], holder[2], acked, ids, holder[3] })
-end
+local ids = restore_processing()
+if #acked > 0 or #ids > 0 then history_held(history_length(), 'rel', nil, acked, ids) end
 redis.call('HSET', K_LEASE, 'state', 'released', 'expires_ms', 0)
 redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')
-return restored
+return #ids

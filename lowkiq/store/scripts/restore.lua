@@ -5,9 +5,6 @@
 -- Returns the number of ids restored.
 local refused = refusal(ARGV[1], server_ms())
 if refused then return refused end
-local n, ids = restore_processing()
-if n > 0 then
-  local holder = history_holder()
-  history_add(history_length(), 'back', { holder[1], holder[2], ids, holder[3] })
-end
-return n
+local ids = restore_processing()
+if #ids > 0 then history_held(history_length(), 'back', nil, ids) end
+return #ids

@@ -14,8 +14,5 @@ for i = 2, #ARGV do
     back[#back + 1] = ARGV[i]
   end
 end
-if #back > 0 then
-  local holder = history_holder()
-  history_add(history_length(), 'untake', { holder[1], holder[2], back, holder[3] })
-end
+if #back > 0 then history_held(history_length(), 'untake', nil, back) end
 return #back
