@@ -48,10 +48,8 @@ def servers(console: Console) -> dict[str, str]:
     return {m.id: f"{m.host} pid {m.pid}" for m in membership.live(console.client)}
 
 
-def of(console: Console, view: WorkerView, job_id: str, *, limit: int = LIMIT,
-       names: dict[str, str] | None = None) -> Shown:
-    histories = IdHistories(console.client, view.keys, load_error=console.load_error)
-    return Shown(view, histories.of(job_id, limit=limit), servers(console) if names is None else names)
+def of(console: Console, view: WorkerView, job_id: str, *, limit: int = LIMIT) -> Shown:
+    return Shown(view, _histories(console, view).of(job_id, limit=limit), servers(console))
 
 
 def search(console: Console, job_id: str, *, limit: int = LIMIT, views: list[WorkerView] | None = None) -> list[Shown]:
@@ -59,8 +57,11 @@ def search(console: Console, job_id: str, *, limit: int = LIMIT, views: list[Wor
     names = servers(console)
     found = []
     for view in console.workers() if views is None else views:
-        histories = IdHistories(console.client, view.keys, load_error=console.load_error)
-        history = histories.of(job_id, limit=limit, max_examined=SEARCH_EXAMINED)
+        history = _histories(console, view).of(job_id, limit=limit, max_examined=SEARCH_EXAMINED)
         if history.events:
             found.append(Shown(view, history, names))
     return found
+
+
+def _histories(console: Console, view: WorkerView) -> IdHistories:
+    return IdHistories(console.client, view.keys, load_error=console.load_error)

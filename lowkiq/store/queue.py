@@ -120,7 +120,6 @@ class Queue:
         hold = "1" if getattr(self.worker, "morgue_policy", "") == "whole_id" else ""
         debounce = getattr(self.worker, "debounce", None)
         debounce_args = ("", "") if debounce is None else (repr(float(debounce)), repr(debounce_max(self.worker)))
-        history = self._history
         calls: list[lua.Call] = []
         call_positions = []
         for shard, flat in sorted(by_shard.items()):
@@ -135,7 +134,7 @@ class Queue:
                           for x in (number - first + 1, group)]
                 calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message,
                                             hold, msgpack.packb(groups, use_bin_type=False) if groups else "",
-                                            *debounce_args, history)))
+                                            *debounce_args, self._history)))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:
