@@ -32,6 +32,9 @@ log = logging.getLogger("lowkiq")
 # that one script never blocks Redis for long.
 PUSH_SLICE = 2000
 
+# A msgpack array of four: a job's record in processing is its four values written one after another.
+_RECORD = b"\x94"
+
 
 @dataclass(slots=True)  # built once per batch: see Job on frozen dataclasses
 class Taken:
@@ -282,26 +285,26 @@ class Queue:
         if end > 1 and isinstance(reply[-1], list):  # asked with group limits: the taken ids' groups
             groups = [codec.text(group) for group in reply[-1]]
             end -= 1
-        suspect = end % 5 == 2  # the script adds a flag after the jobs
+        suspect = end % 2 == 0  # the script adds a flag after the jobs
         if suspect:
             end -= 1
-        for i in range(1, end, 5):
+        for i in range(1, end, 2):
             job_id = reply[i].decode()
-            flat = msgpack.unpackb(reply[i + 4], raw=True)
+            # the job's record in processing: retry_count, perform_in, error, then its payloads (ack_and_take.lua)
+            retry_count, perform_in, err, flat = msgpack.unpackb(_RECORD + reply[i + 1], raw=True)
             try:
                 payloads = [(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)]
             except Exception as exc:
                 # A poison payload must not stop the server: the batch fails and retries, then dies.
                 payloads = []
                 failure = failure or PayloadDecodeError(f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}")
-            err = reply[i + 3]
             text, traceback = stored_error.load(err, load_error) if err else (None, None)
             jobs.append(
                 Job(
                     id=job_id,
                     payloads=payloads,
-                    perform_in=float(reply[i + 2]),
-                    retry_count=int(reply[i + 1]),
+                    perform_in=float(perform_in),
+                    retry_count=retry_count,
                     error=text,
                     traceback=traceback,
                 )

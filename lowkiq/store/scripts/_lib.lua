@@ -10,6 +10,10 @@ end
 local CHUNK = 1000
 local function call_chunked(cmd, key, args, step)
   local n = #args
+  if n <= CHUNK * step then
+    if n > 0 then redis.call(cmd, key, unpack(args)) end
+    return
+  end
   for i = 1, n, CHUNK * step do
     local last = math.min(i + CHUNK * step - 1, n)
     redis.call(cmd, key, unpack(args, i, last))

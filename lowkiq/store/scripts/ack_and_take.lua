@@ -3,8 +3,9 @@
 -- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
 -- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6] = the worker's history_length
 -- ('' : the one the shard's holder wrote), ARGV[7..] = ids to acknowledge
--- Returns {next perform_in in the queue or false, id, retry_count, perform_in, error or false, payloads, ...},
--- and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
+-- Returns {next perform_in in the queue or false, id, record, ...}, where a job's record is the one it keeps in
+-- processing (msgpack retry_count, perform_in, error or nil, then its payloads: one string per job, so the reply
+-- costs Redis two elements a job), and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
 -- the server performs that batch alone, so that a job that kills it takes no neighbour along).
 -- In a shard that holds grouped ids the due ids are taken round robin across groups (oldest due first
 -- inside a group), and "next perform_in" is the next group's place in the rotation (docs/fairness.md).
@@ -195,14 +196,12 @@ if limit > 0 then
         spill_remove(id)
       end
       if any_crashes and not suspect then suspect = redis.call('HEXISTS', K_CRASHES, id) == 1 end
+      local record = cmsgpack.pack(retry_count, tonumber(perform_in), err) .. payloads
       ids[#ids + 1] = id
       processing[#processing + 1] = id
-      processing[#processing + 1] = cmsgpack.pack(retry_count, tonumber(perform_in), err) .. payloads
+      processing[#processing + 1] = record
       out[#out + 1] = id
-      out[#out + 1] = retry_count
-      out[#out + 1] = perform_in
-      out[#out + 1] = err
-      out[#out + 1] = payloads
+      out[#out + 1] = record
     end
     call_chunked('HSET', K_PROCESSING, processing, 2)
     call_chunked('ZREM', K_READY, ids, 1)
@@ -215,7 +214,12 @@ if limit > 0 then
     if any_errors then call_chunked('HDEL', K_ERRORS, ids, 1) end
     -- started: a debounced id's window is over
     if rare and redis.call('EXISTS', K_FIRST) == 1 then call_chunked('HDEL', K_FIRST, ids, 1) end
-    redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms, 'history', history)
+    -- the thread and the history length change rarely: written only when they do
+    if LEASE.thread == ARGV[5] and LEASE.history == tostring(history) then
+      redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'taken_ms', now_ms)
+    else
+      redis.call('HSET', K_LEASE, 'expires_ms', now_ms + ttl, 'thread', ARGV[5], 'taken_ms', now_ms, 'history', history)
+    end
     taken = ids
     if suspect then out[#out + 1] = 1 end
     if blocked then
