@@ -20,6 +20,8 @@ from . import ROOT
 from .common import ItemResult, Row
 
 ANALYSIS = Path(__file__).resolve().parent / "ANALYSIS.md"
+# Sections written by hand from benchmarks run on their own (python -m bench.<name>), after the items.
+STANDALONE = Path(__file__).resolve().parent / "STANDALONE.md"
 
 
 def table(result: ItemResult) -> str:
@@ -80,6 +82,20 @@ def summary(items: Sequence[tuple[ItemResult, dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def machine_line(machine: dict[str, str]) -> str:
+    return f"{machine['cores']} cores ({machine['cpu']}), {machine['memory']} RAM, Linux {machine['kernel']}"
+
+
+def machines(items: Sequence[tuple[ItemResult, dict[str, Any]]], machine: dict[str, str]) -> str:
+    """The machine each item ran on (saved with it), or this one's for an item saved without it."""
+    by_machine: dict[str, list[int]] = {}
+    for result, meta in items:
+        by_machine.setdefault(meta.get("machine") or machine_line(machine), []).append(result.number)
+    if len(by_machine) <= 1:
+        return next(iter(by_machine), machine_line(machine))
+    return "; ".join(f"{line} (items {', '.join(map(str, numbers))})" for line, numbers in by_machine.items())
+
+
 def write(path: Path, items: Sequence[tuple[ItemResult, dict[str, Any]]], machine: dict[str, str]) -> None:
     lines = [
         "# Benchmark results",
@@ -88,8 +104,8 @@ def write(path: Path, items: Sequence[tuple[ItemResult, dict[str, Any]]], machin
         "(`make bench`); `--only 1,2` runs some items and refreshes only their sections here. Every item starts "
         "its own `redis-server` and runs `lowkiq -r bench/apps/<app>.py` as a real process.",
         "",
-        f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory']} RAM, Linux {machine['kernel']}; "
-        "other work was running on it at times (the load before each item is given).",
+        f"- Machine: {machines(items, machine)}; other work was running on it at times (the load before each item "
+        "is given).",
         f"- Redis {machine['redis']} (system `redis-server`, private instance, `--save \"\" --appendonly no`, "
         f"loopback TCP); Python {machine['python']}.",
         f"- Packages: {machine['packages']}.",
@@ -105,9 +121,11 @@ def write(path: Path, items: Sequence[tuple[ItemResult, dict[str, Any]]], machin
         lines += [ANALYSIS.read_text().strip(), ""]
     for result, meta in items:
         lines += [markdown(result, meta), ""]
+    if STANDALONE.exists():
+        lines += [STANDALONE.read_text().strip(), ""]
     path.write_text("\n".join(lines))
 
 
-def meta(*, load: float, runs: int, seconds: float, command: str) -> dict[str, Any]:
+def meta(*, load: float, runs: int, seconds: float, command: str, machine: dict[str, str]) -> dict[str, Any]:
     return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "commit": commit(), "load": load, "runs": runs,
-            "seconds": seconds, "command": command}
+            "seconds": seconds, "command": command, "machine": machine_line(machine)}

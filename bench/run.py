@@ -27,16 +27,17 @@ SAVED = Path(__file__).resolve().parent / "results"
 
 
 def items() -> dict[int, Callable[[Sizes, Options], ItemResult]]:
-    from .items import baseline, cluster, console, cores, events, memory, merging, others, throughput
+    from .items import baseline, ceiling, cluster, console, cores, events, memory, merging, others, throughput
 
     return {1: throughput.item1, 2: throughput.item2, 3: merging.run, 4: others.run, 5: memory.run, 6: console.run,
-            7: baseline.run, 8: cluster.run, 9: events.run, 10: cores.run, 11: console.run_at_10x}
+            7: baseline.run, 8: cluster.run, 9: events.run, 10: cores.run, 11: console.run_at_10x,
+            12: ceiling.run}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes, under a minute, no verdicts (CI)")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11", help="items to run, e.g. 1,2 (default all)")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12", help="items to run, e.g. 1,2 (default all)")
     p.add_argument("--runs", type=int, help="timed runs per measurement (default 3; smoke 1)")
     p.add_argument("--others-runs", type=int, help="item 4: rounds of pairs, lowkiq and each peer (default 1)")
     p.add_argument("--peer-jobs", type=int, help="item 4: jobs each peer drains (default 100,000: RQ's SimpleWorker "
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     wait_budget = args.quiet_wait if args.quiet_wait is not None else (0 if args.smoke else 600)
     started = time.time()
+    here = machine.describe()
     deadline = time.monotonic() + wait_budget
     results: list[ItemResult] = []
     loads: dict[int, float] = {}
@@ -105,17 +107,17 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n" + note, flush=True)
         if not args.smoke:
             report.save(SAVED, result, report.meta(load=loads[n], runs=sizes.runs, seconds=time.time() - item_started,
-                                                   command=command))
+                                                   command=command, machine=here))
     elapsed = time.time() - started
     output = args.output or (None if args.smoke else RESULTS)
     if output is not None and results:
         if args.smoke or args.output:
             # Only this run's items, not merged with the saved ones.
-            saved = [(r, report.meta(load=loads[r.number], runs=sizes.runs, seconds=elapsed, command=command))
-                     for r in results]
+            saved = [(r, report.meta(load=loads[r.number], runs=sizes.runs, seconds=elapsed, command=command,
+                                     machine=here)) for r in results]
         else:
             saved = report.load(SAVED)
-        report.write(output, saved, machine.describe())
+        report.write(output, saved, here)
         print(f"\nwrote {output}")
     print(f"\ndone in {elapsed:.0f} s" + (f"; items {failed} FAILED" if failed else ""))
     return 1 if failed else 0

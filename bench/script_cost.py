@@ -2,17 +2,65 @@
 shard as fast as it can on a warm Redis, and ``INFO commandstats`` says what each call cost.
 
     python -m bench.script_cost [--jobs 20000] [--batch 1]
+    python -m bench.script_cost --steps [--jobs 4000] [--runs 3]
+
+``--steps`` says where a call's time goes: the hot script is run cut after each of its steps (each cut
+returns at once, on fresh queues of the same shape), so a step costs the difference between two cuts;
+and the floor: a script that runs the same Redis commands as one take and ack at batch 1 and nothing
+else, which is what any script keeping this data layout pays.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
+from typing import Any
 
 import lowkiq
 from bench.common import RedisCounters, hold
 from bench.redis_server import RedisServer
 from lowkiq.store import lua
+from lowkiq.store.keys import lua_prelude
+
+# Where the hot script is cut, in order: (what the step adds, the line of ack_and_take.lua it ends before).
+STEPS = (
+    ("the library's functions (closures built per call)", "local limit, grant, ttl"),
+    ("the lease: TIME, HMGET and the fencing check", "-- Retried ids, stored errors"),
+    ("the ack: one EXISTS for the rare keys, HDEL, HINCRBY", "local fair = false"),
+    ("the due ids: ZRANGEBYSCORE", "  if #ready > 0 then\n    local any_retries"),
+    ("each job: HGET of its payloads, its record", "    call_chunked('HSET', K_PROCESSING"),
+    ("the move: HSET processing, ZREM ready and lex, HDEL payloads", "    -- the thread and the history length"),
+    ("the lease renewed: HSET", "if taken or #acked > 0 then history_held"),
+)
+CUT = "do return {false, '0', ''} end\n"
+
+# The same Redis commands as one take and ack at batch 1 in a plain shard, and no other work.
+FLOOR = """
+local t = redis.call('TIME')
+local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms', 'owner', 'cfg_epoch', 'fence', 'history',
+  'thread')
+if lease[1] ~= ARGV[3] then return redis.error_reply('FENCED') end
+redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST)
+local acked = {}
+if ARGV[7] then
+  redis.call('HINCRBY', K_COUNTERS, 'processed', redis.call('HDEL', K_PROCESSING, ARGV[7]))
+  acked[1] = ARGV[7]
+end
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', tonumber(t[1]) + tonumber(t[2]) / 1e6, 'WITHSCORES',
+  'LIMIT', 0, 2)
+local id = ready[1]
+local record = cmsgpack.pack(-1, tonumber(ready[2]), false) .. redis.call('HGET', K_PAYLOADS, id)
+redis.call('HSET', K_PROCESSING, id, record)
+redis.call('ZREM', K_READY, id)
+redis.call('ZREM', K_LEX, id)
+redis.call('HDEL', K_PAYLOADS, id)
+redis.call('HSET', K_LEASE, 'expires_ms', now_ms + 60000, 'taken_ms', now_ms)
+redis.call('XADD', K_EVENTS, 'MAXLEN', '~', 10000, '*', 'k', 'run', 'd',
+  cmsgpack.pack({ lease[4], lease[5] .. ':' .. lease[6], ARGV[5], acked, { id } }))
+return { ready[4] or false, id, record }
+"""
 
 
 def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> dict[str, float]:
@@ -48,12 +96,69 @@ def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> di
             "commands": {k: v for k, v in ((c, counters.usec_per_call(c)) for c in counters.commandstats)}}
 
 
+def per_call(url: str, client: Any, source: str, jobs: int) -> float:
+    """Redis CPU (µs) per call of ``source`` run as the hot script at batch 1, on a fresh queue of ``jobs``."""
+    client.flushall()
+    worker = type("StepWorker", (lowkiq.Worker,), {"shards_count": 1, "batch_size": 1, "__module__": __name__,
+                                                   "perform": lambda self, payloads_by_id: None})
+    runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    try:
+        for start in range(0, jobs, 10_000):
+            worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + 10_000))])
+        lease = hold(runtime.queue(worker), 0, "steps", ttl=600)
+        keys = lease.keys.all()
+        sha = client.script_load(source)
+        client.config_resetstat()
+        acked: list[Any] = []
+        for _ in range(jobs):
+            reply = client.evalsha(sha, len(keys), *keys, "", 1, lease.grant, 600_000, "t", 10_000, *acked)
+            acked = [reply[1]]
+        return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
+    finally:
+        runtime.close()
+
+
+def cuts() -> list[tuple[str, str]]:
+    """(what the step adds, the hot script cut after it), from the call alone to the whole script."""
+    source = lua.script("ack_and_take").source
+    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + CUT)]
+    for label, anchor in STEPS:
+        at = source.find(anchor)
+        if at < 0:
+            raise RuntimeError(f"ack_and_take.lua no longer has the line {anchor!r}: update STEPS in {__name__}")
+        out.append((label, source[:at] + CUT + source[at:]))
+    out.append(("the history entry: XADD", source))
+    return out
+
+
+def steps(url: str, client: Any, jobs: int, runs: int) -> dict[str, Any]:
+    """Each step's Redis CPU per call (median of ``runs``, the variants taken in turn), the whole script's, the floor's."""
+    variants = [*cuts(), ("floor", lua_prelude() + FLOOR)]
+    costs: dict[str, list[float]] = {label: [] for label, _ in variants}
+    for _ in range(runs):
+        for label, source in variants:
+            costs[label].append(per_call(url, client, source, jobs))
+    cut = [statistics.median(costs[label]) for label, _ in variants[:-1]]
+    added = [(variants[0][0], cut[0])] + [(variants[i][0], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
+    return {"steps": added, "whole": cut[-1], "floor": statistics.median(costs["floor"])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--jobs", type=int, default=None, help="jobs per run (default 20,000; 4,000 with --steps)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steps", action="store_true", help="where a call's time goes, and the floor")
     args = parser.parse_args()
+    if args.steps:
+        with RedisServer() as server:
+            found = steps(server.url, server.client(), args.jobs or 4_000, args.runs)
+        for label, usec in found["steps"]:
+            print(f"{usec:6.2f} µs  {label}")
+        print(f"{found['whole']:6.2f} µs  the whole script, per call")
+        print(f"{found['floor']:6.2f} µs  the floor: the same Redis commands and nothing else")
+        return
+    args.jobs = args.jobs or 20_000
     with RedisServer() as server:
         client = server.client()
         for _ in range(args.runs):

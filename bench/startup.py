@@ -51,32 +51,41 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(30)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+def measure(runs: int) -> tuple[list[float], list[float]]:
+    """Seconds from a server's start to its first job, and of a rolling restart's gap, one of each per run."""
     sys.path.insert(0, str(APP.parent))
     import startup_app  # the bench process enqueues with the app's own worker
 
     first_job, handover = [], []
     with RedisServer() as server, tempfile.TemporaryDirectory() as tmp:
         client = server.client()
-        lowkiq.configure(redis_url=server.url, workers=[startup_app.Startup])
-        for run in range(args.runs):
-            client.flushall()
-            marks = Path(tmp) / f"marks{run}"
-            startup_app.Startup.perform_async([{"id": "first"}])
-            started = time.time()
-            one = start(server.url, marks)
-            first_job.append(wait_mark(marks, "first") - started)
-            two = start(server.url, marks)
-            time.sleep(2)  # the second settles in beside the first
-            stop(one)
-            startup_app.Startup.perform_async([{"id": f"after{i}"} for i in range(20)])  # every shard
-            enqueued = time.time()
-            last = max(wait_mark(marks, f"after{i}") for i in range(20))
-            handover.append(last - enqueued)
-            stop(two)
+        runtime = lowkiq.configure(redis_url=server.url, workers=[startup_app.Startup])
+        try:
+            for run in range(runs):
+                client.flushall()
+                marks = Path(tmp) / f"marks{run}"
+                startup_app.Startup.perform_async([{"id": "first"}])
+                started = time.time()
+                one = start(server.url, marks)
+                first_job.append(wait_mark(marks, "first") - started)
+                two = start(server.url, marks)
+                time.sleep(2)  # the second settles in beside the first
+                stop(one)
+                startup_app.Startup.perform_async([{"id": f"after{i}"} for i in range(20)])  # every shard
+                enqueued = time.time()
+                last = max(wait_mark(marks, f"after{i}") for i in range(20))
+                handover.append(last - enqueued)
+                stop(two)
+        finally:
+            runtime.close()
+    return first_job, handover
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    first_job, handover = measure(args.runs)
     for name, values in (("start to first job", first_job), ("rolling restart: enqueue to run on the next", handover)):
         print(f"{name}: median {statistics.median(values):.3f} s (min {min(values):.3f}, max {max(values):.3f}; "
               f"{len(values)} runs)")
