@@ -35,6 +35,28 @@ STEPS = (
 )
 CUT = "do return {false, '0', ''} end\n"
 
+# A script that only returns a job-shaped reply: what the call itself costs, with the shard's keys.
+EMPTY = "return { false, '0', '' }"
+
+# The fewest commands a fenced take and ack of one job can be: the lease checked (not renewed), the ack, the
+# take by rank, the job moved into processing, one history entry; no id index for the console, no counter,
+# no probe for retried or grouped ids. Not a layout lowkiq could keep (the console and the SPEC need the
+# rest): a lower bound for any layout of the same kind.
+MINIMAL = """
+local t = redis.call('TIME')
+local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms')
+if lease[1] ~= ARGV[3] then return redis.error_reply('FENCED') end
+if ARGV[7] then redis.call('HDEL', K_PROCESSING, ARGV[7]) end
+local first = redis.call('ZRANGE', K_READY, 0, 1, 'WITHSCORES')
+local id = first[1]
+local record = redis.call('HGET', K_PAYLOADS, id)
+redis.call('HSET', K_PROCESSING, id, record)
+redis.call('ZREM', K_READY, id)
+redis.call('HDEL', K_PAYLOADS, id)
+redis.call('XADD', K_EVENTS, 'MAXLEN', '~', 10000, '*', 'k', 'run', 'd', id)
+return { first[4] or false, id, record }
+"""
+
 # The same Redis commands as one take and ack at batch 1 in a plain shard, and no other work.
 FLOOR = """
 local t = redis.call('TIME')
@@ -133,14 +155,15 @@ def cuts() -> list[tuple[str, str]]:
 
 def steps(url: str, client: Any, jobs: int, runs: int) -> dict[str, Any]:
     """Each step's Redis CPU per call (median of ``runs``, the variants taken in turn), the whole script's, the floor's."""
-    variants = [*cuts(), ("floor", lua_prelude() + FLOOR)]
+    variants = [*cuts(), ("empty", lua_prelude() + EMPTY), ("minimal", lua_prelude() + MINIMAL),
+                ("floor", lua_prelude() + FLOOR)]
     costs: dict[str, list[float]] = {label: [] for label, _ in variants}
     for _ in range(runs):
         for label, source in variants:
             costs[label].append(per_call(url, client, source, jobs))
-    cut = [statistics.median(costs[label]) for label, _ in variants[:-1]]
+    cut = [statistics.median(costs[label]) for label, _ in variants[:-3]]
     added = [(variants[0][0], cut[0])] + [(variants[i][0], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
-    return {"steps": added, "whole": cut[-1], "floor": statistics.median(costs["floor"])}
+    return {"steps": added, "whole": cut[-1], **{name: statistics.median(costs[name]) for name in ("empty", "minimal", "floor")}}
 
 
 def main() -> None:
@@ -157,6 +180,8 @@ def main() -> None:
             print(f"{usec:6.2f} µs  {label}")
         print(f"{found['whole']:6.2f} µs  the whole script, per call")
         print(f"{found['floor']:6.2f} µs  the floor: the same Redis commands and nothing else")
+        print(f"{found['minimal']:6.2f} µs  the fewest commands of a fenced take and ack (9)")
+        print(f"{found['empty']:6.2f} µs  a script that only returns, with the shard's keys")
         return
     args.jobs = args.jobs or 20_000
     with RedisServer() as server:

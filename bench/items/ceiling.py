@@ -53,12 +53,17 @@ def _hot_script(result: ItemResult, sizes: Sizes) -> None:
     result.row("hot script, batch 10: Redis CPU per job, µs", spread(per_job[10], "{:.1f}"))
     result.row("the same Redis commands as a batch-1 call and nothing else (the floor), µs per call",
                f"{found['floor']:.1f}")
+    result.row("the fewest commands of a fenced take and ack (9: no console index, counter or renewal), µs per call",
+               f"{found['minimal']:.1f}")
+    result.row("a script that only returns, with the shard's 24 keys, µs per call", f"{found['empty']:.1f}")
     lines = ["Where a batch-1 call's Redis CPU goes (`python -m bench.script_cost --steps`: the script cut after each "
              "step, on fresh queues, median of the runs; a step is the difference between two cuts):", "",
              "| step | µs |", "| --- | ---: |"]
     lines += [f"| {label} | {usec:.1f} |" for label, usec in found["steps"]]
     lines += [f"| the whole script, per call | {found['whole']:.1f} |",
-              f"| the floor: its Redis commands and nothing else | {found['floor']:.1f} |"]
+              f"| the floor: its Redis commands and nothing else | {found['floor']:.1f} |",
+              f"| the fewest commands a fenced take and ack can be (`MINIMAL` in bench/script_cost.py) | "
+              f"{found['minimal']:.1f} |"]
     result.note("\n".join(lines))
 
 
@@ -75,7 +80,7 @@ def _depth(result: ItemResult, sizes: Sizes) -> None:
     ratio = statistics.median(costs[deepest]) / statistics.median(costs[1])
     result.row("one more version, id holding 1 payload: Redis CPU, µs", spread(costs[1], "{:.1f}"))
     result.row(f"one more version, id holding {deepest:,} payloads: Redis CPU, µs", spread(costs[deepest], "{:.1f}"))
-    result.row(f"deepest / shallowest", f"{ratio:.2f}×", "<= 2×", _check(sizes, ratio <= 2))
+    result.row("deepest / shallowest", f"{ratio:.2f}×", "<= 2×", _check(sizes, ratio <= 2))
 
 
 def _zipf(result: ItemResult, sizes: Sizes) -> None:
@@ -143,7 +148,7 @@ def _growth(result: ItemResult, sizes: Sizes) -> None:
         # Redis keeps a sorted set under 128 members as a listpack, whose insert reads every score before
         # the new one's place: the same enqueue with sorted sets kept as skiplists shows what that costs.
         client.config_set("zset-max-listpack-entries", 0)
-        for n in range(sizes.runs):
+        for _ in range(sizes.runs):
             keep("enqueue, 1000 shards, sorted sets as skiplists", growth.enqueue(server.url, client, 1000, jobs))
         client.config_set("zset-max-listpack-entries", 128)
         log("item 12: growth, 10x the jobs")
