@@ -1,5 +1,6 @@
 """The benchmark suite keeps working: every item runs at tiny sizes (no timings are judged)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,11 @@ def test_every_benchmark_item_runs_in_smoke_mode():
     assert headers == ["== 1. Lowkiq's shape", "== 2. Batched", "== 3. Merging", "== 4. Side by side", "== 5. Memory",
                        "== 6. Console",
                        "== 7. Leases and transport against the previous code", "== 8. Redis Cluster beside standalone",
-                       "== 9. Events on the hot path", "== 10. More than one core", "== 11. Console at 10× scale"]
+                       "== 9. Events on the hot path", "== 10. More than one core", "== 11. Console at 10× scale",
+                       "== 12. Redis as the ceiling"]
     assert "payloads out of version order" in done.stdout
+    # the default worker keeps every payload of the Zipf workload (item 12)
+    assert re.search(r"Zipf workload, default worker: payloads dropped +0 ", done.stdout), done.stdout[-3000:]
 
 
 @pytest.mark.slow
