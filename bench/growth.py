@@ -3,7 +3,8 @@
 On a private redis-server, at the store level (no perform, one thread): ``--jobs`` distinct ids enqueued
 in calls of 10,000 for each shard count in ``--shards``; then, at 5 shards, the enqueue and the drain
 (ack_and_take, batch 1) per job at ``--jobs`` and at 10 x ``--jobs``. Reported: jobs/s and the Redis CPU
-per job (INFO commandstats, EVALSHA), median of ``--rounds``.
+per job (INFO commandstats, EVALSHA), median of ``--rounds``; for the two enqueues at 5 shards, also what each
+command inside the push scripts cost per job.
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ CALL = 10_000
 
 def evalsha_usec(client: Any) -> int:
     return int(client.info("commandstats").get("cmdstat_evalsha", {"usec": 0})["usec"])
+
+
+def commands_per_job(client: Any, jobs: int) -> str:
+    """What each command the scripts ran since the last reset cost per job (INFO commandstats), the costly first."""
+    stats = client.info("commandstats")
+    costs = {name.removeprefix("cmdstat_"): float(v["usec"]) / jobs for name, v in stats.items()
+             if name not in ("cmdstat_evalsha", "cmdstat_config|resetstat", "cmdstat_info", "cmdstat_script|load")}
+    return ", ".join(f"{name} {usec:.2f}" for name, usec in sorted(costs.items(), key=lambda kv: -kv[1]) if usec >= 0.01)
 
 
 def worker_of(shards: int) -> type[lowkiq.Worker]:
@@ -90,9 +99,11 @@ def main() -> None:
                   flush=True)
         for jobs in (args.jobs, 10 * args.jobs):
             pushed = enqueue(server.url, client, 5, jobs)
+            inside = commands_per_job(client, jobs)
             drained = drain(server.url, client, jobs)
             print(f"5 shards, {jobs:>9,} jobs: enqueue {pushed[0]:10,.0f} jobs/s ({pushed[1]:5.1f} µs/job), "
                   f"drain {drained[0]:8,.0f} jobs/s ({drained[1]:5.1f} µs/job)", flush=True)
+            print(f"  the enqueue's commands inside its scripts, Redis CPU µs per job: {inside}", flush=True)
 
 
 if __name__ == "__main__":
