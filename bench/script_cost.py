@@ -28,7 +28,7 @@ STEPS = (
     ("the library's functions (closures built per call)", "local limit, grant, ttl"),
     ("the lease: TIME, HMGET and the fencing check", "-- Retried ids, stored errors"),
     ("the ack: one EXISTS for the rare keys, HDEL, HINCRBY", "local fair = false"),
-    ("the due ids: ZRANGEBYSCORE", "  if #ready > 0 then\n    local any_retries"),
+    ("the due ids and the next head: ZRANGE by rank", "  if #ready > 0 then\n    local any_retries"),
     ("each job: HGET of its payloads, its record", "    call_chunked('HSET', K_PROCESSING"),
     ("the move: HSET processing, ZREM ready and lex, HDEL payloads", "    -- the thread and the history length"),
     ("the lease renewed: HSET", "if taken or #acked > 0 then history_held"),
@@ -70,8 +70,8 @@ if ARGV[7] then
   acked[1] = ARGV[7]
 end
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', tonumber(t[1]) + tonumber(t[2]) / 1e6, 'WITHSCORES',
-  'LIMIT', 0, 2)
+local ready = redis.call('ZRANGE', K_READY, 0, 1, 'WITHSCORES')
+if tonumber(ready[2]) > tonumber(t[1]) + tonumber(t[2]) / 1e6 then return { ready[2] } end
 local id = ready[1]
 local record = cmsgpack.pack(-1, tonumber(ready[2]), false) .. redis.call('HGET', K_PAYLOADS, id)
 redis.call('HSET', K_PROCESSING, id, record)

@@ -57,7 +57,8 @@ def test_take_respects_the_limit_and_reports_the_next_due_job(clock):
     assert len(queries().busy()) == 2
 
 
-@pytest.mark.parametrize("limit", [2, 3, 5])
+# A small batch is read by rank, a bigger one (past 16) by score: both report the same next job.
+@pytest.mark.parametrize("limit", [2, 3, 5, 40])
 def test_the_next_due_job_is_reported_whether_it_is_due_or_not(clock, limit):
     ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 0][:4]
     due = [{"id": i, "perform_in": clock.now - 10 + n} for n, i in enumerate(ids[:3])]
@@ -192,3 +193,13 @@ def test_queue_cleanup_leaves_no_keys_behind(r, clock):
     leftover = sorted(k.decode() for k in r.keys("*"))
     # each id's history stays, bounded by history_length and history_max_age (docs/history.md)
     assert [k for k in leftover if not k.endswith((":counters", ":registry", ":lease", ":layouts", ":events"))] == []
+
+
+@pytest.mark.parametrize("limit", [1, 3, 40])
+def test_a_queue_taken_whole_reports_no_next_job(clock, limit):
+    ids = [str(i) for i in range(60) if queue().shard_of(str(i)) == 0][:3]
+    OrdersWorker.perform_async([{"id": i, "perform_in": clock.now - 10 + n} for n, i in enumerate(ids[:limit])])
+    q = queue()
+    taken = q.ack_and_take(None, (held_lease(q, 0), limit))
+    assert [j.id for j in taken.jobs] == ids[:limit]
+    assert taken.next_perform_in is None

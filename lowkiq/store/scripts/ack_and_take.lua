@@ -23,6 +23,8 @@ if not limit then
   end
 end
 local now, now_ms = clock_now(ARGV[1])
+-- Batches up to this size are read by rank (below).
+local RANK_READ = 16
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
@@ -164,17 +166,31 @@ end
 
 local out = { false }
 local head = nil
+local head_known = false  -- head is the queue's next perform_in, or nil because none is left
 local taken = nil
 if limit > 0 then
   local ready
   if fair then
     ready = fair_take(limit)
   else
-    -- One id past the batch: when it is due too, its score is the queue's next head.
-    ready = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
-    if #ready > 2 * limit then
-      head = ready[2 * limit + 2]
-      ready[2 * limit + 1], ready[2 * limit + 2] = nil, nil
+    -- The first ids by perform_in and one more: the due ones make the batch, and the first one left is the
+    -- queue's next head, due or not, so no second read looks for it. A small batch reads by rank, which costs
+    -- Redis less than by score; a bigger one by score, so that a take among jobs not yet due reads no more
+    -- than it takes.
+    local first
+    if limit <= RANK_READ then
+      first = redis.call('ZRANGE', K_READY, 0, limit, 'WITHSCORES')
+      head_known = #first <= 2 * limit  -- the whole queue: nothing is left past it
+    else
+      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+    end
+    ready = {}
+    for i = 1, #first, 2 do
+      if i > 2 * limit or tonumber(first[i + 1]) > now then
+        head, head_known = first[i + 1], true
+        break
+      end
+      ready[i], ready[i + 1] = first[i], first[i + 1]
     end
   end
   if #ready > 0 then
@@ -240,7 +256,7 @@ end
 
 if fair then
   head = fair_head()
-elseif head == nil then
+elseif not head_known then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
 end
