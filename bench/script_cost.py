@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import lowkiq
@@ -85,8 +87,10 @@ return { ready[4] or false, id, record }
 """
 
 
-def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> dict[str, float]:
-    """``attributes``: more of the worker's class attributes (e.g. history_length=0)."""
+@contextmanager
+def queued(url: str, client: Any, jobs: int, batch: int, **attributes: object) -> Iterator[tuple[Any, Any]]:
+    """A fresh one-shard queue of ``jobs`` jobs and its lease, held for this process: (queue, lease).
+    ``attributes``: more of the worker's class attributes (e.g. history_length=0)."""
     client.flushall()
     worker = type("CostWorker", (lowkiq.Worker,), {"shards_count": 1, "batch_size": batch, "__module__": __name__,
                                                    "perform": lambda self, payloads_by_id: None, **attributes})
@@ -95,7 +99,14 @@ def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> di
         for start in range(0, jobs, 10_000):
             worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + 10_000))])
         queue = runtime.queue(worker)
-        lease = hold(queue, 0, "cost", ttl=60)
+        yield queue, hold(queue, 0, "cost", ttl=600)
+    finally:
+        runtime.close()
+
+
+def measure(url: str, client: Any, jobs: int, batch: int, **attributes: object) -> dict[str, Any]:
+    """``attributes``: more of the worker's class attributes (e.g. history_length=0)."""
+    with queued(url, client, jobs, batch, **attributes) as (queue, lease):
         wire = lua.Wire(queue.client)
         counters = RedisCounters(client).start()
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -109,8 +120,7 @@ def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> di
             acked = [j.id for j in got.jobs]
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         counters.stop()
-    finally:
-        runtime.close()
+        wire.close()
     calls = counters.calls("evalsha")
     return {"jobs": taken, "calls": calls, "usec_per_call": counters.usec_per_call("evalsha"),
             "redis_cpu_per_job_us": counters.cpu_seconds / taken * 1e6, "wall_per_job_us": wall / taken * 1e6,
@@ -120,14 +130,7 @@ def measure(url: str, client, jobs: int, batch: int, **attributes: object) -> di
 
 def per_call(url: str, client: Any, source: str, jobs: int) -> float:
     """Redis CPU (µs) per call of ``source`` run as the hot script at batch 1, on a fresh queue of ``jobs``."""
-    client.flushall()
-    worker = type("StepWorker", (lowkiq.Worker,), {"shards_count": 1, "batch_size": 1, "__module__": __name__,
-                                                   "perform": lambda self, payloads_by_id: None})
-    runtime = lowkiq.configure(workers=[worker], redis_url=url)
-    try:
-        for start in range(0, jobs, 10_000):
-            worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + 10_000))])
-        lease = hold(runtime.queue(worker), 0, "steps", ttl=600)
+    with queued(url, client, jobs, 1) as (_, lease):
         keys = lease.keys.all()
         sha = client.script_load(source)
         client.config_resetstat()
@@ -136,8 +139,6 @@ def per_call(url: str, client: Any, source: str, jobs: int) -> float:
             reply = client.evalsha(sha, len(keys), *keys, "", 1, lease.grant, 600_000, "t", 10_000, *acked)
             acked = [reply[1]]
         return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
-    finally:
-        runtime.close()
 
 
 def cuts() -> list[tuple[str, str]]:

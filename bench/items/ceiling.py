@@ -147,10 +147,11 @@ def _growth(result: ItemResult, sizes: Sizes) -> None:
                 keep(f"enqueue, {shards} shards", growth.enqueue(server.url, client, shards, jobs))
         # Redis keeps a sorted set under 128 members as a listpack, whose insert reads every score before
         # the new one's place: the same enqueue with sorted sets kept as skiplists shows what that costs.
+        listpack = client.config_get("zset-max-listpack-entries")["zset-max-listpack-entries"]
         client.config_set("zset-max-listpack-entries", 0)
         for _ in range(sizes.runs):
             keep("enqueue, 1000 shards, sorted sets as skiplists", growth.enqueue(server.url, client, 1000, jobs))
-        client.config_set("zset-max-listpack-entries", 128)
+        client.config_set("zset-max-listpack-entries", listpack)
         log("item 12: growth, 10x the jobs")
         for count in (jobs, 10 * jobs):
             keep(f"enqueue, 5 shards, {count:,} jobs", growth.enqueue(server.url, client, 5, count))

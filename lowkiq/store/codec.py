@@ -44,11 +44,20 @@ def _tolerant(load_payload: Callable[[bytes], Any], raw: bytes) -> Any:
         return UndecodablePayload(raw, f"{type(exc).__name__}: {exc}")
 
 
+# A job's record in processing is four msgpack values written one after another (ack_and_take.lua):
+# retry_count, perform_in, its error or false, its payload list. With this header they read as one array.
+_RECORD = b"\x94"
+
+
+def processing_fields(blob: bytes) -> tuple[Any, Any, Any, Any]:
+    """A processing record's retry_count, perform_in, error and flat payload list, as msgpack wrote them."""
+    retry_count, perform_in, error, flat = msgpack.unpackb(_RECORD + blob, raw=True)
+    return retry_count, perform_in, error, flat
+
+
 def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], Any], load_error: Callable[[bytes], str]) -> Job:
     try:
-        unpacker = msgpack.Unpacker(raw=True)
-        unpacker.feed(blob)
-        retry_count, perform_in, error, flat = list(unpacker)
+        retry_count, perform_in, error, flat = processing_fields(blob)
         pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
         text, traceback = stored_error.load(error, load_error)
         return Job(

@@ -32,9 +32,6 @@ log = logging.getLogger("lowkiq")
 # that one script never blocks Redis for long.
 PUSH_SLICE = 2000
 
-# A msgpack array of four: a job's record in processing is its four values written one after another.
-_RECORD = b"\x94"
-
 
 @dataclass(slots=True)  # built once per batch: see Job on frozen dataclasses
 class Taken:
@@ -290,8 +287,7 @@ class Queue:
             end -= 1
         for i in range(1, end, 2):
             job_id = reply[i].decode()
-            # the job's record in processing: retry_count, perform_in, error, then its payloads (ack_and_take.lua)
-            retry_count, perform_in, err, flat = msgpack.unpackb(_RECORD + reply[i + 1], raw=True)
+            retry_count, perform_in, err, flat = codec.processing_fields(reply[i + 1])
             try:
                 payloads = [(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)]
             except Exception as exc:

@@ -4,9 +4,10 @@
 -- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6] = the worker's history_length
 -- ('' : the one the shard's holder wrote), ARGV[7..] = ids to acknowledge
 -- Returns {next perform_in in the queue or false, id, record, ...}, where a job's record is the one it keeps in
--- processing (msgpack retry_count, perform_in, error or nil, then its payloads: one string per job, so the reply
--- costs Redis two elements a job), and one more element, 1, when a job of the batch was in flight when a server died (a suspect:
--- the server performs that batch alone, so that a job that kills it takes no neighbour along).
+-- processing (msgpack retry_count, perform_in, error or false, then its payloads: one string per job, so the
+-- reply costs Redis two elements a job), and one more element, 1, when a job of the batch was in flight when a
+-- server died (a suspect: the server performs that batch alone, so that a job that kills it takes no neighbour
+-- along).
 -- In a shard that holds grouped ids the due ids are taken round robin across groups (oldest due first
 -- inside a group), and "next perform_in" is the next group's place in the rotation (docs/fairness.md).
 -- A worker with group limits sends ARGV[2] as msgpack {how many, {group, ...}}: the groups known to be at their
@@ -23,8 +24,6 @@ if not limit then
   end
 end
 local now, now_ms = clock_now(ARGV[1])
--- Batches up to this size are read by rank (below).
-local RANK_READ = 16
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
@@ -177,6 +176,7 @@ if limit > 0 then
     -- queue's next head, due or not, so no second read looks for it. A small batch reads by rank, which costs
     -- Redis less than by score; a bigger one by score, so that a take among jobs not yet due reads no more
     -- than it takes.
+    local RANK_READ = 16
     local first
     if limit <= RANK_READ then
       first = redis.call('ZRANGE', K_READY, 0, limit, 'WITHSCORES')
