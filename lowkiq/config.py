@@ -104,7 +104,7 @@ def _as_tuple(value: Any, name: str) -> tuple[Any, ...]:
 
 
 def _validate(settings: Settings) -> None:
-    from .worker import Worker, check_perform  # at call time: worker.py reaches config through the runtime
+    from .worker import Worker, check_perform, refuse_coroutine  # at call time: worker.py reaches config
 
     for w in settings.workers:
         if not (isinstance(w, type) and issubclass(w, Worker)):
@@ -126,6 +126,12 @@ def _validate(settings: Settings) -> None:
     for subscriber in settings.subscribers:
         if not callable(subscriber):
             raise TypeError(f"subscribers must be callables taking a lowkiq.events.Event, got {subscriber!r}")
+    for name in ("server_middlewares", "client_middlewares", "subscribers"):
+        for i, fn in enumerate(getattr(settings, name)):
+            refuse_coroutine(fn, f"{name}[{i}] ({getattr(fn, '__qualname__', type(fn).__name__)})")
+    for name in ("on_server_init", "last_words", "dump_payload", "load_payload", "format_error", "dump_error",
+                 "load_error"):
+        refuse_coroutine(getattr(settings, name), name)
     port = settings.metrics_port
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"metrics_port must be a port number 0..65535 (0: off), got {port!r}")

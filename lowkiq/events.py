@@ -24,6 +24,8 @@ Events and their fields (``worker`` is the worker's class name, ``shard`` its in
   enqueued by one server only), lag (seconds of Redis time from the newest of them to its enqueue)
 - ``outage_began``: error (Redis stopped answering this process)
 - ``outage_ended``: seconds (how long it lasted)
+- ``duty_failed``: duty, error, failures (one of the keeper's periodic duties raised; it is retried with a
+  back-off, and the server keeps holding and serving its shards)
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ log = logging.getLogger("lowkiq.events")
 NAMES = frozenset({
     "enqueued", "batch_taken", "performed", "failed", "morgued", "time_limit_ignored", "lease_acquired",
     "lease_lost", "lease_released",
-    "outage_began", "outage_ended", "queue_paused", "queue_resumed", "tick_enqueued",
+    "outage_began", "outage_ended", "queue_paused", "queue_resumed", "tick_enqueued", "duty_failed",
 })
 
 

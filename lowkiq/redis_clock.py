@@ -1,4 +1,4 @@
-"""Redis's clock as seen from this process: what decides when due work starts.
+"""Redis's clock as seen from this process: when to look for due work.
 
 Every process reads "now" from the same Redis, so servers on hosts whose clocks
 disagree still agree on when a job or a tick is due. A server learns Redis's
@@ -27,9 +27,12 @@ class RedisClock:
 
     def observe(self, redis_seconds: float, sent: float, received: float) -> None:
         """A reply read at monotonic ``received`` to a request sent at ``sent`` said Redis's time was
-        ``redis_seconds``: Redis read it somewhere in between, most likely half way."""
+        ``redis_seconds``: Redis read it somewhere in between. Taken as read at ``received``, the latest it
+        can have been, so the estimate is never ahead of Redis (it lags by at most the round trip): a request
+        held up by a ``CLIENT PAUSE`` or a busy Redis is answered at its end, and the half-way guess ran
+        ahead by half the hold-up."""
         with self._lock:
-            self._offset = redis_seconds - (sent + received) / 2
+            self._offset = redis_seconds - received
 
     def now(self) -> float:
         """Redis's time now; the host's own until a first observation (nothing is due before it anyway)."""

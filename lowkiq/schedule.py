@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter  # type: ignore[import-untyped]  # croniter ships no type hints
+from croniter import CroniterError, croniter  # type: ignore[import-untyped]  # croniter ships no type hints
 
+from .errors import ConfigurationError
 from .store.keys import validate_queue_name
 
 if TYPE_CHECKING:
@@ -161,6 +163,21 @@ class Rule:
         return f"cron {self.cron} ({self.timezone})"
 
 
+def check_fires(schedule: Schedule) -> None:
+    """Refuse a cron rule that names no moment at all (``0 0 30 2 *``, 30 February): croniter accepts its
+    syntax, and a server would look for its next tick in vain on every beat."""
+    if schedule.cron is None:
+        return
+    now = time.time()
+    try:
+        schedule.next_after(now)
+        schedule.ticks_between(now - 1, now, 1)  # the search backwards, which catch-up runs
+    except CroniterError as exc:
+        raise ConfigurationError(
+            f"schedule {schedule.name!r}: the cron rule {schedule.cron!r} never fires (no date matches it, e.g. "
+            f"30 February or 31 April): fix its day-of-month and month") from exc
+
+
 def _duration(seconds: int) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size and seconds % size == 0:
@@ -169,12 +186,14 @@ def _duration(seconds: int) -> str:
 
 
 def validate_all(schedules: tuple[Any, ...], workers: tuple[type[Worker], ...]) -> None:
-    """What ``configure`` checks: Schedules only, each naming a configured worker, names unique."""
+    """What ``configure`` checks: Schedules only, each naming a configured worker, names unique, each rule
+    naming a moment that exists."""
     names: set[str] = set()
     ids: dict[tuple[str, str], str] = {}
     for schedule in schedules:
         if not isinstance(schedule, Schedule):
             raise TypeError(f"schedules must be lowkiq.Schedule objects, got {schedule!r}")
+        check_fires(schedule)
         if schedule.worker not in workers:
             raise ValueError(f"schedule {schedule.name!r}: unknown worker {schedule.worker.__name__}: "
                              f"add it to configure(workers=[...])")

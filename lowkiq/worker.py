@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -131,6 +133,30 @@ def check_perform(cls: type[Worker]) -> None:
             f"a server would fail each of its jobs and retry it for about 20 days)")
     if not callable(perform):
         raise ConfigurationError(f"{cls.__name__}.perform must be a method taking payloads_by_id, got {perform!r}")
+    for hook in ("perform", "retries_exhausted", "retry_in"):
+        refuse_coroutine(getattr(cls, hook, None), f"{cls.__name__}.{hook}")
+
+
+def is_coroutine(fn: Any) -> bool:
+    """Whether calling ``fn`` makes a coroutine (or an async generator) instead of doing its work."""
+    if fn is None:
+        return False
+    target: Any
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, functools.partial):
+        target = fn
+    else:  # an object with an async __call__
+        target = type(fn).__call__ if callable(fn) else fn
+    return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+
+
+def refuse_coroutine(fn: Any, where: str) -> None:
+    """Refuse an ``async def`` where lowkiq would call it without awaiting it: its work would silently not run
+    (a perform's jobs counted as processed while its body never ran)."""
+    if is_coroutine(fn):
+        raise ConfigurationError(
+            f"{where} is a coroutine function (async def): lowkiq calls it from a thread and would never await it, "
+            f"so its work would silently not run. Make it a plain def (e.g. run your coroutine with "
+            f"asyncio.run(...) inside it)")
 
 
 def _check_history(cls: type[Worker]) -> None:

@@ -7,6 +7,10 @@ hold and hands each to a thread, and asks threads to hand back the shards it
 should no longer hold (a thread does so between batches, after acknowledging
 its last one, so a handover re-runs nothing). It also renews every lease that
 no take renewed lately, so idle shards and long performs keep their owner.
+
+Its periodic duties (schedule ticks, replica counts, per-minute totals, id
+history trims: ``lowkiq.server.duties``) run after that, each guarded on its
+own: one that fails is reported and backs off, and the leases go on.
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__, log_format
-from ..store import history, id_history, leases, lua, membership, schedules
+from ..store import leases, lua, membership
 from ..store.leases import Lease
-from ..store.metrics import MetricsReader
 from ..transport.errors import REDIS_ERRORS
 from ..worker import Shard
 from . import group_limits
 from .assignment import MemberView, ShardId, assign, split_among_threads
+from .duties import Duties, Failure
+from .duties.id_history_trim import IdHistoryTrim
+from .duties.minute_totals import MinuteTotals
+from .duties.replica_counts import ReplicaCounts
+from .duties.schedule_ticks import ScheduleTicks
 from .holdings import Holdings, shard_id
 from .ticker import Ticker
 
@@ -36,11 +44,6 @@ if TYPE_CHECKING:
     from .processor import Processor
 
 log = logging.getLogger("lowkiq.server")
-
-# Seconds between reads of how many replicas each primary has.
-REPLICAS_EVERY = 10.0
-# Seconds between claims of the queues' history sample: each minute is claimed once, by whoever asks first.
-HISTORY_EVERY = 20.0
 
 
 class Keeper:
@@ -79,14 +82,17 @@ class Keeper:
         self.draining = False
         self.wake = threading.Event()
         self.ticked_at = time.monotonic()
-        self.replicas_read_at = -REPLICAS_EVERY
-        self.history_at = -HISTORY_EVERY
-        self.histories_trimmed_at = time.monotonic()
-        self.metrics = MetricsReader(self.client)
         # Redis's time, learnt from every beat: the threads wait for due jobs by it, the ticker for ticks.
         self.redis_clock = runtime.redis_clock
         self.ticker = Ticker(runtime, self.wire) if s.schedules else None
-        self.schedules_registered = False
+        self.schedule_ticks = (None if self.ticker is None else
+                               ScheduleTicks(s, self.client, self.ticker, self.redis_clock, lambda: self.draining))
+        trim = IdHistoryTrim(self.wire, self.holdings, self.workers, self.redis_clock)
+        trim_after_a_while = {trim.name: time.monotonic() + trim.every}  # nothing to trim at start-up
+        self.duties = Duties([d for d in (self.schedule_ticks, ReplicaCounts(self.client, self.holdings),
+                                          MinuteTotals(self.client, self.workers, runtime.clock), trim)
+                              if d is not None], report=self.duty_failed)
+        self.duties.next_at.update(trim_after_a_while)
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
 
     # -- the loop ---------------------------------------------------------
@@ -140,58 +146,33 @@ class Keeper:
             self.check_schedules()
 
     def check_schedules(self) -> None:
-        if self.ticker is None:
+        if self.schedule_ticks is None:
             return
         try:
-            self.ticker.check(self.redis_clock.now())
+            self.duties.run_now(self.schedule_ticks)
         except REDIS_ERRORS as exc:
             # The next beat finds out whether Redis is gone; the ticks are sent again then.
             log.warning("keeper: could not enqueue due ticks (%s: %s); retrying", type(exc).__name__, exc)
             self.wire.close(disconnect=True)
 
     def tick(self) -> None:
+        """The leases first (beat, assignment, renewals), then the due duties: no duty can keep a process from
+        holding and serving its shards."""
         self.beat()
-        if self.ticker is not None and not self.draining:
-            if not self.schedules_registered:
-                schedules.register(self.client, self.settings.schedules)  # for a console without the app
-                self.schedules_registered = True
-            self.ticker.check(self.redis_clock.now())
-        if time.monotonic() - self.replicas_read_at >= REPLICAS_EVERY:
-            self.holdings.replicas = self.client.replica_counts()
-            self.replicas_read_at = time.monotonic()
-        if time.monotonic() - self.history_at >= HISTORY_EVERY:
-            self.history_at = time.monotonic()
-            self.sample_history()
-        if time.monotonic() - self.histories_trimmed_at >= id_history.TRIM_EVERY:
-            self.histories_trimmed_at = time.monotonic()
-            self.trim_histories()
         if self.draining:
             self.renew_due()
-            return
-        if not self.arrived or time.monotonic() - self.view_since >= self.settings.settle:
-            self.rebalance()
-        elif self.paused & self.desired_queues():
-            # A pause does not wait for the membership to settle: stop serving now.
-            self.ask_back({shard for shard in self.desired if shard[0] not in self.paused})
-        self.renew_due()
+        else:
+            if not self.arrived or time.monotonic() - self.view_since >= self.settings.settle:
+                self.rebalance()
+            elif self.paused & self.desired_queues():
+                # A pause does not wait for the membership to settle: stop serving now.
+                self.ask_back({shard for shard in self.desired if shard[0] not in self.paused})
+            self.renew_due()
+        self.duties.run_due()
 
-    def sample_history(self) -> None:
-        """This minute's totals of the queues served here, unless some process sampled them already."""
-        minute, claimed = history.claim(self.client, list(self.workers))
-        if claimed:
-            measured, _ = self.metrics.read([self.workers[q].keys() for q in claimed], self.runtime.clock())
-            history.write(self.client, measured, minute)
-
-    def trim_histories(self) -> None:
-        """Each held shard's id history loses its entries older than its worker's history_max_age."""
-        now = self.redis_clock.now()
-        calls = [id_history.trim_call(lease.keys, worker.history_max_age, now)
-                 for lease in self.holdings.held().values()
-                 if lease.lost is None and (worker := self.workers.get(lease.keys.queue_name)) is not None
-                 and worker.history_length > 0]
-        if calls:
-            # settled: a trim that meets an outage is only late, the next minute's does it
-            self.wire.call_many(calls, settle=True)
+    def duty_failed(self, failure: Failure) -> None:
+        """A duty raised: subscribers hear of it; the next beat's record carries it to the console."""
+        self.runtime.events.emit("duty_failed", duty=failure.duty, error=failure.error, failures=failure.failures)
 
     def desired_queues(self) -> set[str]:
         return {queue for queue, _ in self.desired}
@@ -260,7 +241,7 @@ class Keeper:
             threads=s.threads_per_node, version=__version__,
             state=membership.DRAINING if self.draining else membership.RUNNING,
             started_ms=self.started_ms, queues=self.queues, hint=self.hint, stable_name=s.member_name,
-            shards=held, ttl_ms=ttl_ms,
+            shards=held, ttl_ms=ttl_ms, failing=[f.as_json() for f in self.duties.failing()],
         )
 
     # -- acting on the assignment ----------------------------------------

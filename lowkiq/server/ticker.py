@@ -30,9 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lowkiq.server")
 
-# Seconds before its due moment a tick may be enqueued: its job waits for perform_in = the tick
-# anyway, and the keeper's estimate of Redis's time may be early by a round trip.
-LOOKAHEAD = 0.1
+# The least wait before a tick Redis called early is sent again: no busy loop on a clock that lags.
+EARLY_RETRY = 0.005
 # Schedules sent to Redis in one check at most: a beat's work stays bounded whatever their number.
 PER_CHECK = 200
 
@@ -44,6 +43,11 @@ class Watched:
     mark: float | None = None
     paused: bool = False
     next_due: float = 0.0  # Redis time of the next tick to send, when known and not paused
+    # Redis refused a tick as early: not sent again before this Redis time (estimated here)
+    hold_until: float = 0.0
+
+    def due_at(self) -> float:
+        return max(self.next_due, self.hold_until)
 
 
 class Ticker:
@@ -65,8 +69,8 @@ class Ticker:
 
     def due_in(self, now: float) -> float | None:
         """Seconds (of Redis time) until the next tick to send, or None when none is known."""
-        due = [w.next_due for w in self.watched if w.known and not w.paused]
-        return None if not due else max(0.0, min(due) - LOOKAHEAD - now)
+        due = [w.due_at() for w in self.watched if w.known and not w.paused]
+        return None if not due else max(0.0, min(due) - now)
 
     def check(self, now: float) -> None:
         """Send what is due at Redis time ``now``: unknown and paused schedules are read, due ticks sent."""
@@ -76,7 +80,7 @@ class Ticker:
         count = len(self.watched)
         for k in range(count):
             w = self.watched[(self._turn + k) % count]
-            if not w.known or w.paused or now + LOOKAHEAD >= w.next_due:
+            if not w.known or w.paused or now >= w.due_at():
                 picked.append(w)
                 if len(picked) >= PER_CHECK:
                     self._turn = (self._turn + k + 1) % count  # the rest first next time
@@ -99,8 +103,9 @@ class Ticker:
             return ()  # read the state first: the ticks to send start at Redis's mark
         assert self.watching_since is not None
         after = w.mark if w.mark is not None else self.watching_since
-        # The latest ticks only: catch_up enqueues at most CATCH_UP_LIMIT missed ticks.
-        return w.schedule.ticks_between(after, now + LOOKAHEAD, CATCH_UP_LIMIT + 1)
+        # The latest ticks only: catch_up enqueues at most CATCH_UP_LIMIT missed ticks. Redis enqueues none that
+        # is ahead of its own clock, so this estimate of it only decides when to ask.
+        return w.schedule.ticks_between(after, now, CATCH_UP_LIMIT + 1)
 
     def _learn(self, w: Watched, out: schedules.TickOutcome, now: float) -> None:
         was_paused = w.paused
@@ -114,6 +119,10 @@ class Ticker:
         # The next tick to send: after the mark, or after what this server watches for a new schedule.
         after = w.mark if w.mark is not None else (self.watching_since if self.watching_since is not None else now)
         w.next_due = w.schedule.next_after(after)
+        w.hold_until = 0.0
+        if out.outcome == "early" and out.redis_now is not None:
+            # This process's estimate of Redis's time ran ahead of it: ask again when Redis gets there.
+            w.hold_until = now + max(EARLY_RETRY, w.next_due - out.redis_now)
         if out.ticks:
             name, worker = w.schedule.name, w.schedule.worker.__name__
             log.info("schedule %s: enqueued %s", name, ", ".join(f"{t:.0f}" for t in out.ticks[-5:]),

@@ -43,6 +43,8 @@ class Member:
     shards: Mapping[str, tuple[int, ...]]
     expires_ms: int
     ttl_ms: int
+    # the keeper's periodic duties whose last run failed: {"duty", "error", "since", "failures"} each
+    failing: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def heartbeat_ms(self) -> int:
@@ -60,11 +62,13 @@ class Member:
             "heartbeat_at": self.heartbeat_ms / 1000,
             "state": self.state,
             "shards": {queue: list(indexes) for queue, indexes in sorted(self.shards.items())},
+            "failing_duties": [dict(f) for f in self.failing],
         }
 
 
 def info(*, threads: int, version: str, state: str, started_ms: int, queues: Sequence[tuple[str, int]],
-         hint: tuple[int, int] | None, stable_name: str, shards: Mapping[str, Sequence[int]], ttl_ms: int) -> str:
+         hint: tuple[int, int] | None, stable_name: str, shards: Mapping[str, Sequence[int]], ttl_ms: int,
+         failing: Sequence[Mapping[str, Any]] = ()) -> str:
     """This process's heartbeat record."""
     return json.dumps({
         "host": socket.gethostname(),
@@ -78,6 +82,7 @@ def info(*, threads: int, version: str, state: str, started_ms: int, queues: Seq
         "name": stable_name,
         "shards": {q: sorted(indexes) for q, indexes in shards.items() if indexes},
         "ttl_ms": ttl_ms,
+        **({"failing": list(failing)} if failing else {}),
     }, separators=(",", ":"))
 
 
@@ -102,9 +107,15 @@ def parse(member_id: str, raw: bytes | str | None, expires_ms: float) -> Member 
             shards={str(q): tuple(int(i) for i in v) for q, v in dict(data.get("shards") or {}).items()},
             expires_ms=int(float(expires_ms)),
             ttl_ms=int(data.get("ttl_ms", 0)),
+            failing=tuple(_failure(f) for f in data.get("failing") or ()),
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
+
+
+def _failure(raw: Any) -> Mapping[str, Any]:
+    return {"duty": str(raw["duty"]), "error": str(raw.get("error", "")), "since": float(raw.get("since", 0)),
+            "failures": int(raw.get("failures", 1))}
 
 
 # Published on WAKE_CHANNEL when a member comes, begins to leave or leaves: the others beat at once.

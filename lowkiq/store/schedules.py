@@ -62,12 +62,13 @@ class ScheduleInfo:
 
 @dataclass(frozen=True)
 class TickOutcome:
-    """What ``schedule_tick`` did: outcome "enqueued", "skipped", "paused" or "state"."""
+    """What ``schedule_tick`` did: outcome "enqueued", "skipped", "paused", "state" or "early"."""
 
     outcome: str
     mark: float | None  # the latest tick dealt with (enqueued, or skipped by catch_up)
     last: float | None  # the latest tick enqueued
     ticks: tuple[float, ...] = ()  # enqueued by this call
+    redis_now: float | None = None  # "early": Redis's time, before every tick sent
 
 
 def info_of(schedule: Schedule) -> ScheduleInfo:
@@ -112,8 +113,10 @@ def outcome_of(reply: Sequence[Any]) -> TickOutcome:
         text = _text(raw)
         return float(text) if text else None
 
-    return TickOutcome(_text(reply[0]), number(reply[1]), number(reply[2]),
-                       tuple(float(_text(t)) for t in reply[3:]))
+    outcome = _text(reply[0])
+    if outcome == "early":
+        return TickOutcome(outcome, number(reply[1]), number(reply[2]), (), number(reply[3]))
+    return TickOutcome(outcome, number(reply[1]), number(reply[2]), tuple(float(_text(t)) for t in reply[3:]))
 
 
 def set_paused(client: Any, info: ScheduleInfo, verb: str, *, who: str, source: str) -> bool:

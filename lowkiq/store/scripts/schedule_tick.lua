@@ -8,8 +8,11 @@
 --           missed_until (unix seconds, Redis time: when the caller started watching) came due while no
 --           server watched; catch_up ("last", "all", "none") says which of those are enqueued.
 -- Returns {outcome, mark, last enqueued tick, tick enqueued, ...}, times as decimal strings ('' unknown):
--- outcome "paused" (nothing written), "state" (read only), "skipped" (mark moved, nothing pushed) or
--- "enqueued"; an error reply of push (e.g. PAYLOAD_LIMIT) is returned as is, with nothing written.
+-- outcome "paused" (nothing written), "state" (read only), "skipped" (mark moved, nothing pushed),
+-- "enqueued", or "early" (every tick sent is still ahead of Redis's clock: nothing written; the fourth
+-- element is Redis's time); an error reply of push (e.g. PAYLOAD_LIMIT) is returned as is, with nothing
+-- written. A tick ahead of Redis's clock is never enqueued, whatever the caller believed the time was: merged
+-- into a job already due, its payload would be performed before its moment.
 local function push_body()
 --#include push
 end
@@ -29,17 +32,25 @@ local resumed = tonumber(state[4])
 -- Ticks due while the schedule was paused count as missed too.
 if resumed and resumed > missed_until then missed_until = resumed end
 local jobs = cmsgpack.unpack(ARGV[1])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
 local missed, on_time = {}, {}
 local top = marked
+local early = false
 for i = 1, #jobs, 4 do
   local tick = tonumber(jobs[i + 1])
-  if marked == nil or tick > marked then
+  if tick > now then
+    early = true
+  elseif marked == nil or tick > marked then
     if top == nil or tick > top then top = tick end
     -- A schedule never ticked before starts at its first on-time tick: nothing of its past is missed.
     if marked ~= nil and tick <= missed_until then missed[#missed + 1] = i else on_time[#on_time + 1] = i end
   end
 end
-if top == nil or (marked ~= nil and top <= marked) then return { 'skipped', mark, last } end
+if top == nil or (marked ~= nil and top <= marked) then
+  if early then return { 'early', mark, last, num(now) } end
+  return { 'skipped', mark, last }
+end
 
 local chosen = {}
 if catch_up == 'all' then
