@@ -9,6 +9,12 @@ limit armed, and answers with the outcome and its resident memory. It exits at E
 server dies (``PR_SET_PDEATHSIG``), and a watcher thread exits when the parent pid changes (other
 systems, or a parent that died before the first).
 
+Its server kills it at ``time_limit + time_limit_grace``, but a paused server (SIGSTOP, a frozen VM)
+kills nothing: so the child also ends itself then, by a SIGALRM left to its default action, which the
+kernel carries out whatever the perform does (blocked in C code, holding the GIL). A batch whose lease
+snapshot has passed its deadline when it arrives (its server was paused between its lease check and
+the hand-off) is not performed: the child answers ``("expired",)``.
+
 Stop signals are ignored: a terminal's Ctrl-C or a SIGTERM to the process group is for the server,
 which lets the child finish its batch, then closes its requests.
 """
@@ -76,6 +82,20 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="lowkiq-parent-watch", daemon=True).start()
 
 
+def _arm_hard_limit(seconds: float) -> None:
+    """End this process ``seconds`` from now unless disarmed first: its own hard time limit.
+
+    Not a Python handler, which runs only between bytecodes of the main thread: SIGALRM's default action
+    terminates the process in the kernel. Reset first, as the app or a perform may have set a handler.
+    """
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def _disarm_hard_limit() -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def _rss_mib() -> float:
     try:
         with open("/proc/self/statm", encoding="ascii") as statm:
@@ -113,6 +133,7 @@ def main(argv: list[str]) -> int:
     settings = runtime.settings
     middlewares = settings.server_middlewares
     limit = worker_class.time_limit
+    hard_limit = None if limit is None else limit + worker_class.time_limit_grace
     send(("ready",))
 
     def formatted(exc: BaseException) -> tuple[str, str | None]:
@@ -128,9 +149,15 @@ def main(argv: list[str]) -> int:
             _, batch, ctx = pickle.loads(_read(requests, size))
         except EOFError:
             return 0
+        lease = LeaseSnapshot(tuple(ctx["fencing_token"]), ctx["lease_deadline"])
+        if lease.is_lost():
+            # Another server may hold the shard and run this batch: it must not run here too.
+            send(("expired", _rss_mib()))
+            continue
+        if hard_limit is not None:
+            _arm_hard_limit(hard_limit)
         deadline = None if limit is None else time.monotonic() + limit
-        context = job_context.Context(ctx["worker"], ctx["shard"],
-                                      LeaseSnapshot(tuple(ctx["fencing_token"]), ctx["lease_deadline"]))
+        context = job_context.Context(ctx["worker"], ctx["shard"], lease)
         job_context.enter(context, deadline)
         armed = None if limit is None else WATCHDOG.arm(limit, f"{worker_name} shard {ctx['shard']} (child)")
         reply: tuple[Any, ...]
@@ -149,12 +176,16 @@ def main(argv: list[str]) -> int:
         except Exception as exc:
             reply = ("error", *formatted(exc), type(exc).__name__)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: the server fails the batch and stops
+            if hard_limit is not None:
+                _disarm_hard_limit()
             send(("stop", *formatted(exc), type(exc).__name__, _rss_mib()))
             return 1
         finally:
             if armed is not None:
                 WATCHDOG.disarm(armed)  # again: the limit may have fired between perform's return and its disarm
             job_context.leave()
+        if hard_limit is not None:
+            _disarm_hard_limit()  # before the outcome: left armed, it would end the child under its next batch
         send((*reply, _rss_mib()))
 
 

@@ -13,7 +13,10 @@ process per such worker (``ChildSlot``), spawned once (a fresh interpreter runni
 connections) and reused for batch after batch; batches and outcomes cross two pipes as pickles.
 At ``time_limit + time_limit_grace`` the child is killed with SIGKILL and reaped (``waitpid``
 returned: no thread of it runs any more) before the caller records the failure in Redis, so the
-same id can never run twice at once. A child is replaced lazily, at its slot's next batch.
+same id can never run twice at once. The child also ends itself then (SIGALRM, see ``child``): a
+paused server kills nothing, and its lease may pass to another server meanwhile; a child that ended
+so is a time limit too. A child is replaced lazily, at its slot's next batch, started by ``start``
+before the lease check that precedes the hand-off (starting an interpreter takes a while).
 """
 
 from __future__ import annotations
@@ -145,9 +148,10 @@ class Outcome:
 
     ``kind``: "ok"; "error" (perform raised an Exception: ``message``, ``traceback``); "partial"
     (PartialFailure: ``failures`` {id: (message, traceback)}); "stop" (a BaseException such as
-    SystemExit: the batch fails and the server stops); "timeout" (killed past time_limit + grace);
-    "crashed" (the child died: ``message`` says how); "abandoned" (the exiting server killed the
-    child: nothing is written, the batch goes back to the queue with the shard).
+    SystemExit: the batch fails and the server stops); "timeout" (killed past time_limit + grace,
+    or ended itself then); "crashed" (the child died: ``message`` says how); "abandoned" (the exiting
+    server killed the child: nothing is written, the batch goes back to the queue with the shard);
+    "expired" (the child did not perform the batch: its lease's deadline had passed when it came).
     """
 
     kind: str
@@ -279,11 +283,22 @@ class ChildSlot:
         self.spawn_timeout = spawn_timeout
         self.child: Child | None = None
         self.last_pid: int | None = None  # the pid that performed (or was killed on) the last batch
+        self._not_started: Outcome | None = None  # why ``start`` found no child, for the batch it was for
+
+    def start(self) -> None:
+        """Have a child ready for the next batch. A failure to start one is that batch's outcome: ``perform``
+        does not try again, which would start an interpreter after the lease check."""
+        self._not_started = None  # a batch that never came (its lease was refused): this one tries afresh
+        if self.child is None:
+            ready = self._ready()
+            if isinstance(ready, Outcome):
+                self._not_started = ready
 
     def perform(self, batch: Mapping[str, list[Any]], context: dict[str, Any]) -> Outcome:
         """Run one batch in the child (started first if need be) and wait for its outcome."""
         w = self.worker
-        child = self._ready()
+        not_started, self._not_started = self._not_started, None
+        child = not_started or self._ready()
         if isinstance(child, Outcome):
             return child
         self.last_pid = child.pid
@@ -294,18 +309,19 @@ class ChildSlot:
         except TimeoutError:
             code = child.kill()
             self.child = None
-            log.error("%s: child %d killed (%s) %.1f s past its time_limit of %s s; a new child takes the next "
-                      "batch", self.name, child.pid, _how(code), w.time_limit_grace, limit)
-            return Outcome("timeout", f"the perform ran past its time_limit of {limit} s and its "
-                                      f"time_limit_grace of {w.time_limit_grace} s: its child process was killed")
+            return self._timed_out(child, code)
         except (EOFError, OSError):
             code = child.kill()  # dead already: reap it
             self.child = None
             if _exiting.is_set():
                 return _abandoned(child.pid)
+            if limit is not None and code == -signal.SIGALRM:
+                return self._timed_out(child, code)
             return Outcome("crashed", f"the child process performing the batch died ({_how(code)})")
-        child.batches += 1
         kind, rss_mib = reply[0], reply[-1]
+        if kind == "expired":
+            return Outcome(kind, "the lease's deadline had passed when the batch reached the child process")
+        child.batches += 1
         if kind == "partial":
             outcome = Outcome(kind, failures=reply[1])
         elif kind == "ok":
@@ -314,6 +330,18 @@ class ChildSlot:
             outcome = Outcome(kind, reply[1], reply[2], error_class=reply[3])
         self._recycle(child, rss_mib)
         return outcome
+
+    def _timed_out(self, child: Child, code: int) -> Outcome:
+        w = self.worker
+        if code == -signal.SIGALRM:
+            # Its own deadline came first: this server did not kill it at the limit (it was paused, or late).
+            log.error("%s: child %d ended itself %.1f s past its time_limit of %s s; a new child takes the next "
+                      "batch", self.name, child.pid, w.time_limit_grace, w.time_limit)
+        else:
+            log.error("%s: child %d killed (%s) %.1f s past its time_limit of %s s; a new child takes the next "
+                      "batch", self.name, child.pid, _how(code), w.time_limit_grace, w.time_limit)
+        return Outcome("timeout", f"the perform ran past its time_limit of {w.time_limit} s and its "
+                                  f"time_limit_grace of {w.time_limit_grace} s: its child process was killed")
 
     def _ready(self) -> Child | Outcome:
         if _exiting.is_set():

@@ -215,7 +215,11 @@ class Processor:
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
         try:
             # Within the try: a renewal that fails must still end the crash isolation's claim, or
-            # every other thread of the process would wait for it.
+            # every other thread of the process would wait for it. A child process to start comes first:
+            # that takes a while, and the lease check must be the last step before the hand-off. A lease
+            # whose local deadline passed meanwhile (this process was paused since its take) is renewed
+            # there, or found lost: its batch is then neither performed nor written (the new owner restores it).
+            handler.prepare()
             if handler.lease.remaining() < self.settings.min_perform_budget:
                 self._renew(handler.lease)
             self.in_flight = handler.lease

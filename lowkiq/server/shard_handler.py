@@ -19,7 +19,7 @@ from ..errors import PartialFailure, TimeLimitExceeded
 from ..events import SILENT, Bus
 from ..middleware import run_chain
 from ..store import lua
-from ..store.leases import Lease
+from ..store.leases import Lease, fenced
 from ..store.queue import Queue, Taken
 from ..worker import Worker
 from . import isolation
@@ -105,6 +105,13 @@ class ShardHandler:
     def ack(self, ids: Sequence[str]) -> None:
         releases = self.limits.release_calls(ids) if self.limits is not None else []
         self.queue.ack_and_take((self.lease, ids), None, thread=self.thread, wire=self.wire, extra=releases)
+
+    def prepare(self) -> None:
+        """Ready what the batch runs in, before the lease check that precedes its perform: a process-isolated
+        worker's child starts here, as a fresh interpreter loading the app takes a while, during which a
+        paused process may lose its lease (the check after this sees it)."""
+        if self._in_child:
+            isolation.slot_for(type(self.worker)).start()
 
     def perform(self, taken: Taken) -> Ack | None:
         """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.
@@ -197,6 +204,9 @@ class ShardHandler:
         seconds = time.perf_counter() - started
         if outcome.kind == "ok":
             return self._performed(batch, started)
+        if outcome.kind == "expired":
+            self._put_back(taken)
+            return None
         if outcome.kind == "abandoned":
             # The server exits and killed the child: no outcome is written. The batch stays in
             # processing until this thread hands its shards back, which restores it (its child is
@@ -217,6 +227,22 @@ class ShardHandler:
             formatted = (f"{type(exc).__name__}: {outcome.message}", None)
         self.fail(taken, exc, seconds, formatted=formatted, crashed=outcome.kind == "crashed")
         return None
+
+    def _put_back(self, taken: Taken) -> None:
+        """The child did not perform the batch: the lease's deadline had passed when it came (this process
+        was paused after its lease check). Another server may hold the shard and run it: neither ack nor
+        fail. Restored, fenced: back to the queue while the lease is still this process's; refused
+        (LeaseRefused, raised) when it is not, and then in processing for the new owner to restore."""
+        ids = [job.id for job in taken.jobs]
+        log.warning("%s shard %d: ids %s not performed: the lease's deadline passed before its child process "
+                    "could start them; put back unless another process holds the shard now", self.name,
+                    self.shard.index, _short(ids), extra=self._fields(ids))
+        try:
+            with fenced():
+                self._run([("restore", self.lease.keys, (self.lease.grant,))])
+        finally:
+            if self.limits is not None:
+                self.limits.release(ids)
 
     def _ignored(self, armed: isolation.Armed) -> None:
         """The watchdog's thread: a perform goes on past TimeLimitExceeded (it caught it)."""

@@ -2,16 +2,22 @@
 policy come from the environment, and payloads that misbehave on demand.
 
 Environment: APP_ISOLATION ("thread"), APP_TIME_LIMIT, APP_GRACE, APP_MORGUE ("oldest_payload"),
-APP_BATCH_SIZE (1), APP_MAX_RETRY (5), APP_RETRY_IN (0.2 s). Payloads: {"loop": true} spins in pure
-Python; {"sleep": s}; {"exit": true} calls os._exit; {"fail_file": name} raises while that file exists
-in APP_RECORD_DIR; {"partial": [ids]} raises PartialFailure for those ids on the first attempt only.
-Each perform records "start" (with whether the process that last started this id is still alive:
-a killed child must be reaped before its id runs again) and, when it returns, "perform".
+APP_BATCH_SIZE (1), APP_MAX_RETRY (5), APP_RETRY_IN (0.2 s), APP_STOP_PARENT_ONCE (a file name in
+APP_RECORD_DIR: the first child process to load this app creates it and stops its server with SIGSTOP,
+between the server's take of a batch and its hand-off to that fresh child). Payloads: {"loop": true}
+spins in pure Python; {"hold_gil": true} loops in C code that never lets the GIL go (no other thread
+of its process runs meanwhile); {"sleep": s}; {"exit": true} calls os._exit; {"fail_file": name}
+raises while that file exists in APP_RECORD_DIR; {"partial": [ids]} raises PartialFailure for those
+ids on the first attempt only. Each perform records "start" (with its process's parent, and whether
+the process that last started this id is still alive: a killed child must be reaped before its id
+runs again) and, when it returns, "perform".
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import time
 
 from recorder import record
@@ -20,6 +26,22 @@ import lowkiq
 
 RECORDS = os.environ.get("APP_RECORD_DIR", ".")
 LIMIT = os.environ.get("APP_TIME_LIMIT")
+STOP_PARENT_ONCE = os.environ.get("APP_STOP_PARENT_ONCE")
+
+
+def _in_a_child() -> bool:
+    main = sys.modules.get("__main__")
+    return getattr(getattr(main, "__spec__", None), "name", None) == "lowkiq.server.child"
+
+
+if STOP_PARENT_ONCE and _in_a_child():
+    try:
+        with open(os.path.join(RECORDS, STOP_PARENT_ONCE), "x") as marker:  # only the first child
+            marker.write(str(os.getpid()))
+    except FileExistsError:
+        pass
+    else:
+        os.kill(os.getppid(), signal.SIGSTOP)
 
 
 def _alive(pid: int) -> bool:
@@ -53,7 +75,7 @@ class Flow(lowkiq.Worker):
                 previous[job_id] = pid != os.getpid() and _alive(pid)
             with open(marker, "w") as f:
                 f.write(str(os.getpid()))
-        record("start", worker="Flow", batch=payloads_by_id, start=start, previous_alive=previous,
+        record("start", worker="Flow", batch=payloads_by_id, start=start, parent=os.getppid(), previous_alive=previous,
                time_left=lowkiq.context().time_left())
         failures = {}
         for job_id, payloads in payloads_by_id.items():
@@ -62,6 +84,8 @@ class Flow(lowkiq.Worker):
                     n = 0
                     while True:
                         n += 1
+                if payload.get("hold_gil"):
+                    sum(range(10**15))  # one C call: no bytecode runs until it returns
                 if payload.get("sleep"):
                     time.sleep(payload["sleep"])
                 if payload.get("exit"):
