@@ -93,3 +93,12 @@ def test_a_worker_without_perform_is_refused_naming_it(tmp_path):
     line = one_line_error(run_cli(tmp_path, "-r", "app.py"))
     assert line == ("lowkiq: app.py, line 8: Orders has no perform method: define perform(self, payloads_by_id) in "
                     "it (without one, a server would fail each of its jobs and retry it for about 20 days)")
+
+
+def test_python_m_lowkiq_is_the_lowkiq_command():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "lowkiq", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: lowkiq ") and "-r APP.py" in out.stdout

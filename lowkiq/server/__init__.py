@@ -106,15 +106,17 @@ class Server:
         if evicting:
             log.warning("server: %s", eviction.warning(evicting))
         if s.metrics_port:
+            from .health import Health
             from .process_metrics import ProcessMetrics  # only a process that serves metrics loads the client
 
             metrics = ProcessMetrics()
             self.runtime.events.subscribe(metrics)
             try:
-                metrics.serve(s.metrics_port)
+                metrics.serve(s.metrics_port, Health(lambda: self.keeper, s.lease_ttl))
             except OSError as exc:
                 raise MetricsPortError(f"cannot serve metrics on port {s.metrics_port}: {exc}") from exc
-            log.info("server: Prometheus metrics at http://0.0.0.0:%d/metrics", s.metrics_port)
+            log.info("server: Prometheus metrics at http://0.0.0.0:%d/metrics, probes at /healthz and /readyz",
+                     s.metrics_port)
         if s.on_server_init is not None:
             s.on_server_init()
         isolation = CrashIsolation()

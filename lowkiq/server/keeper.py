@@ -82,6 +82,8 @@ class Keeper:
         self.draining = False
         self.wake = threading.Event()
         self.ticked_at = time.monotonic()
+        # When a heartbeat last got its reply (monotonic): the server's /healthz says Redis answers it.
+        self.answered_at: float | None = None
         # Redis's time, learnt from every beat: the threads wait for due jobs by it, the ticker for ticks.
         self.redis_clock = runtime.redis_clock
         self.ticker = Ticker(runtime, self.wire) if s.schedules else None
@@ -189,7 +191,8 @@ class Keeper:
                     processor.primary_moved()
             self.generation = generation
         now_ms, members = membership.members_of(reply)
-        self.redis_clock.observe(now_ms / 1000, sent, time.monotonic())
+        self.answered_at = time.monotonic()
+        self.redis_clock.observe(now_ms / 1000, sent, self.answered_at)
         if self.ticker is not None:
             self.ticker.watching(now_ms / 1000)
         self.members = members

@@ -19,11 +19,12 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ..events import Event
+from .health import Health, serve
 
 # Performs run from under a millisecond (a cache write) to minutes (a report).
 DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
@@ -166,6 +167,7 @@ class ProcessMetrics:
             self.outage_seconds.inc(fields["seconds"])
             self.in_outage.set(0)
 
-    def serve(self, port: int, address: str = "") -> None:
-        """``GET /metrics`` on ``port`` from a daemon thread (every interface unless ``address`` is given)."""
-        start_http_server(port, addr=address or "0.0.0.0", registry=self.registry)
+    def serve(self, port: int, health: Health, address: str = "") -> None:
+        """``GET /metrics``, ``/healthz`` and ``/readyz`` on ``port`` from a daemon thread (every interface unless
+        ``address`` is given)."""
+        serve(port, self.registry, health, address)
