@@ -125,6 +125,40 @@ def json_visible(line: str) -> str:
 
 def configure_logging(level: str, form: str) -> None:
     """The server's root logging: ``form`` is "text" or "json", on stderr."""
+    logging.basicConfig(level=level, handlers=[_stderr(form)])
+
+
+def _stderr(form: str) -> logging.Handler:
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if form == "json" else TextFormatter())
-    logging.basicConfig(level=level, handlers=[handler])
+    return handler
+
+
+class AppLogging:
+    """The server's logging around loading the app file: the app's own set-up wins.
+
+    While the app loads, lowkiq's records go to stderr through a handler of the ``lowkiq`` logger, leaving
+    the root logger untouched, so that an app's ``logging.basicConfig(...)`` (or ``dictConfig``) takes effect.
+    ``loaded()`` then removes that handler and configures the root logger as ``--log-level`` and
+    ``--log-format`` say only when the app left it without handlers; otherwise lowkiq's records go where the
+    app sends everything else."""
+
+    def __init__(self, level: str, form: str) -> None:
+        self.level, self.form = level, form
+        self.logger = logging.getLogger("lowkiq")
+        self.handler = _stderr(form)
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(level)
+        self.done = False
+
+    def loaded(self) -> bool:
+        """Done loading: True when lowkiq configured the root logger, False when the app had."""
+        if self.done:
+            return not logging.getLogger().handlers
+        self.done = True
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(logging.NOTSET)
+        if logging.getLogger().handlers:
+            return False
+        configure_logging(self.level, self.form)
+        return True

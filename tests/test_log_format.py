@@ -45,11 +45,13 @@ def test_json_lines_carry_worker_shard_ids_and_the_error(app, redis_url, tmp_pat
     assert first["message"].startswith("Flaky shard ") and first["time"].endswith("+00:00")
     [dead] = [line for line in lines if line.get("morgued")]
     assert dead["ids"] == ["f1"] and dead["level"] == "WARNING"
-    assert not any("exception" in line for line in lines)  # no traceback at INFO
+    # each failure carries its traceback (for error trackers), and no other line does
+    assert all("in perform" in line["exception"] for line in failures)
+    assert [line for line in lines if "exception" in line] == failures
     assert any(line.get("shards") for line in lines)  # "thread N serves shards ..." names them
 
 
-def test_debug_logs_the_traceback_once_per_failure(app, redis_url, tmp_path):  # noqa: F811
+def test_debug_logs_the_traceback_once_per_failure_on_its_error_record(app, redis_url, tmp_path):  # noqa: F811
     app.Flaky.perform_async([{"id": "f2", "payload": "p"}])
     server = start_server(tmp_path, redis_url, "--poll-interval", "0.1", "--log-format", "json",
                           "--log-level", "DEBUG", env={"APP_WORKERS": "Flaky"})
@@ -61,7 +63,7 @@ def test_debug_logs_the_traceback_once_per_failure(app, redis_url, tmp_path):  #
     lines = json_lines(server.log())
     tracebacks = [line for line in lines if "exception" in line]
     assert len(tracebacks) == 1 + app.Flaky.max_retry_count
-    assert all("in perform" in line["exception"] and line["level"] == "DEBUG" for line in tracebacks)
+    assert all("in perform" in line["exception"] and line["level"] == "ERROR" for line in tracebacks)
 
 
 def test_the_text_format_is_the_default_and_a_bad_format_is_one_line(tmp_path, redis_url):

@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_format not in log_format.FORMATS:  # argparse checks the choices of given values only
         return refuse("text", f"LOWKIQ_LOG_FORMAT must be one of {', '.join(log_format.FORMATS)}, "
                       f"got {args.log_format!r}")
-    log_format.configure_logging(args.log_level, args.log_format)
+    logs = log_format.AppLogging(args.log_level, args.log_format)
     form = args.log_format
     try:
         if args.stop_embedded:
@@ -208,7 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if not args.require:
             raise CliError("nothing to run: give the app file with -r ./path_to_app.py (see --help)")
-        runtime = load(args.require, overrides(args))
+        try:
+            runtime = load(args.require, overrides(args))
+        finally:
+            logs.loaded()
         check_redis(runtime)
         if args.change_layout:
             return change_layout(runtime, args.change_layout)

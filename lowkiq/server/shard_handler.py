@@ -283,13 +283,13 @@ class ShardHandler:
             message, traceback = formatted if formatted is not None else self._formatted(exc)
         retries = [(job.id, now + self._retry_in(job.retry_count + 1)) for job in jobs]
         ids = [job.id for job in jobs]
-        # One line per failure: a failing queue must not flood the log. The traceback is stored with
-        # the jobs (the job page shows it) and logged at debug level.
+        # One record per failure, with the exception: error trackers' logging integrations (Sentry's, ...)
+        # capture its stack from exc_info. A perform of a child process raised there: its traceback is the
+        # stored text, also in the record's fields.
+        in_child = {"traceback": traceback} if formatted is not None and per_id is None and traceback else {}
         log.error("%s shard %d: ids %s failed: %s", self.name, self.shard.index, _short(ids), message,
-                  extra=self._fields(ids, error_class=type(exc).__name__, error=message))
-        if log.isEnabledFor(logging.DEBUG) and formatted is None and per_id is None:
-            log.debug("%s shard %d: traceback of the failure of ids %s", self.name, self.shard.index, _short(ids),
-                      exc_info=(type(exc), exc, exc.__traceback__), extra=self._fields(ids))
+                  exc_info=(type(exc), exc, exc.__traceback__),
+                  extra=self._fields(ids, error_class=type(exc).__name__, error=message, **in_child))
         stored = b"" if per_id is not None else stored_error.pack(self._dump_error(message), traceback or "")
         try:
             failed = self.queue.fail(self.lease, retries, stored, type(worker).max_retry_count, now=now, errors=own,
