@@ -11,7 +11,7 @@ from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, histories, listin
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..jobs import Job, MorgueJob
-from ..store import audit, history
+from ..store import history
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..store.history import Minute
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
@@ -391,11 +391,10 @@ def _api_matching(worker: str, area: str) -> Response:
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,
                       "expires_in": TTL_SECONDS})
     try:
-        done = c.act_on_counted(view, area, verb, args.order_by, token, actor=actor.actor(), **bounds)
+        done = c.act_on_counted(view, area, verb, args.order_by, token, who=actor.actor(), source="api",
+                                action=f"{area}/{verb}_matching", scope=filter_text(args), **bounds)
     except ConfirmationRefused as exc:
         return reply({"error": str(exc), "reason": exc.reason}, REFUSAL_STATUS[exc.reason])
-    audit.record(c.client, who=actor.actor(), source="api", action=f"{area}/{verb}_matching", worker=view.name,
-                 count=done.touched, scope=filter_text(args))
     return reply({"touched": done.touched, "counted": done.counted, "skipped": done.skipped})
 
 
