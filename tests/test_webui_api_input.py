@@ -18,8 +18,9 @@ from lowkiq.console import AREA_ORDERS
 from lowkiq.store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 
 API = PREFIX + "/api/v1"
-# "²" and "١" are digits to str.isdigit (and int() reads "١"): the API takes ASCII digits only.
-NOT_WHOLE_NUMBERS = ("²", "1²", "١", "0x10", "1.0", " 5", "5 ", "")
+# "²" and ARABIC-INDIC DIGIT ONE are digits to str.isdigit (and int() reads the latter): the API takes ASCII
+# digits only.
+NOT_WHOLE_NUMBERS = ("²", "1²", "\u0661", "0x10", "1.0", " 5", "5 ", "")
 
 
 @pytest.fixture
