@@ -97,9 +97,11 @@ def test_morgue_actions_count_first_ask_and_are_audited(tmp_path, redis_url, see
     assert deleted["touched"] == 2
 
     entries = as_json(tmp_path, redis_url, "audit")
+    # An action in chunks (--all, a filter) leaves an entry when it starts and one when it ends.
     assert [(e["action"], e["count"], e["source"], e["scope"]) for e in entries] == [
-        ("morgue/delete", 2, "cli", "all"), ("morgue/requeue", 2, "cli", "")]
-    assert entries[1]["ids"] == ["d0", "d1"] and entries[0]["who"] and entries[0]["at"] > time.time() - 60
+        ("morgue/delete", 2, "cli", "all"), ("morgue/delete", 0, "cli", "all: started"),
+        ("morgue/requeue", 2, "cli", "")]
+    assert entries[2]["ids"] == ["d0", "d1"] and entries[0]["who"] and entries[0]["at"] > time.time() - 60
 
 
 def test_a_filter_lists_and_acts_on_exactly_its_range(tmp_path, redis_url, seeded):

@@ -30,8 +30,10 @@ def test_delete_matching_an_id_range_deletes_that_range_only(client, runtime, mo
     q = runtime.queries(OrdersWorker)
     assert q.job("job-09") is not None and q.job("job-10") is None and q.job("job-19") is None and q.job("job-20")
     assert "Deleted 10 queued jobs (id from job-10 to job-19)." in client.get(listing).get_data(as_text=True)
-    [entry] = audit.read(runtime.client)
+    entry, started = audit.read(runtime.client)
     assert (entry.action, entry.count, entry.scope) == ("enqueued/delete_matching", 10, "id from job-10 to job-19")
+    assert (started.action, started.count, started.scope) == ("enqueued/delete_matching", 0,
+                                                              "id from job-10 to job-19: started")
 
 
 def test_kill_matching_a_retry_count_range_moves_only_the_failed_jobs_with_their_error(client, runtime):
@@ -67,7 +69,7 @@ def test_perform_now_matching_makes_only_the_future_jobs_of_the_range_due(client
     assert all(q.job(i).perform_in <= runtime.clock() for i in made_due)
     assert all(q.job(f"later{i}").perform_in > now + 3600 for i in range(3, 6))
     assert q.job("far").perform_in == now + 86400 and q.job("due").perform_in == now - 5
-    [entry] = audit.read(runtime.client)
+    entry, _ = audit.read(runtime.client)  # the start entry, then this
     assert (entry.action, entry.count) == ("enqueued/perform_now_matching", 3)
 
 

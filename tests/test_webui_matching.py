@@ -20,7 +20,10 @@ def test_a_filter_showing_one_job_touches_that_job_only(client, runtime):
     assert done.status_code == 303 and done.headers["Location"] == listing
     assert counts(runtime, OrdersWorker) == (0, 63)
     assert b"Deleted 1 dead job (id from job-07 to job-07)." in client.get(listing).data
-    [entry] = audit.read(runtime.client)
+    # An entry when it starts (before the first chunk), one when it ends: as every action in chunks.
+    entry, started = audit.read(runtime.client)
+    assert (started.action, started.count, started.scope) == ("morgue/delete_matching", 0,
+                                                              "id from job-07 to job-07: started")
     assert (entry.action, entry.count, entry.scope) == ("morgue/delete_matching", 1, "id from job-07 to job-07")
 
 
@@ -76,7 +79,9 @@ def test_a_long_filter_is_shortened_in_the_flash_and_in_the_audit_log(client, ru
     assert counts(runtime, OrdersWorker) == (9, 1)
     shown = client.get(listing).get_data(as_text=True)
     assert f"Requeued 9 dead jobs (id from {low[:99]}… to {high[:99]}…)." in shown
-    [entry] = audit.read(runtime.client)
+    entry, started = audit.read(runtime.client)
     assert (entry.action, entry.count) == ("morgue/requeue_matching", 9)
-    # An audit entry is bounded in bytes: its scope keeps the filter's first 500 characters.
+    # An audit entry is bounded in bytes: its scope keeps the filter's first 500 characters, and a start
+    # entry's note whole after fewer of them.
     assert entry.scope == f"id from {low} to {high}"[:499] + "…"
+    assert started.scope == f"id from {low} to {high}"[:490] + "…: started"

@@ -11,7 +11,7 @@ from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, histories, listin
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..jobs import Job, MorgueJob
-from ..store import audit, history
+from ..store import history
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..store.history import Minute
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
@@ -20,7 +20,7 @@ from . import actor
 from .blueprint import bp
 from .dashboard import dashboard_data
 from .formatting import filter_text
-from .http import body_object, no_parameters, reply
+from .http import body_object, int_arg, no_parameters, reply
 from .state import console, settings
 
 
@@ -244,11 +244,9 @@ def api_job_history(worker: str) -> Response:
     job_id = request.args.get("id", "")
     if not job_id:
         return reply({"error": "the history needs ?id=<job id>"}, 400)
-    raw = request.args.get("limit", str(histories.LIMIT))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_HISTORY_EVENTS:
-        return reply({"error": f"limit must be a whole number from 1 to {MAX_HISTORY_EVENTS}, got {raw!r}"}, 400)
+    limit = int_arg("limit", histories.LIMIT, 1, MAX_HISTORY_EVENTS)
     c = console()
-    return reply(histories.of(c, c.worker(worker), job_id, limit=int(raw)).as_json())
+    return reply(histories.of(c, c.worker(worker), job_id, limit=limit).as_json())
 
 
 MAX_HISTORY_EVENTS = 1000
@@ -372,7 +370,7 @@ def _api_matching(worker: str, area: str) -> Response:
         raise BadInput(f"unknown fields {unknown}; expected {', '.join(MATCHING_FIELDS)}")
     verbs = MATCHING_VERBS["morgue" if area == "morgue" else "enqueued"]
     verb = body.get("action")
-    if verb not in verbs:
+    if not isinstance(verb, str) or verb not in verbs:  # {} or [] would be unhashable to "in"
         raise BadInput(f'"action" must be one of {", ".join(verbs)} on {area} jobs, got {verb!r:.100}')
     dry_run, token = body.get("dry_run", False), body.get("confirm")
     if not isinstance(dry_run, bool):
@@ -382,7 +380,7 @@ def _api_matching(worker: str, area: str) -> Response:
     if token is not None and not isinstance(token, str):
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
     orders, default, _ = AREA_ORDERS[area]
-    fields: dict[str, Any] = {name: _form_value(body.get(name)) for name in ("order_by", "min", "max")}
+    fields: dict[str, Any] = {name: _form_value(name, body.get(name)) for name in ("order_by", "min", "max")}
     fields.update({name: body[name] for name in listing.CONTENT_FIELDS if name in body})
     args = listing.parse(fields, orders, default_order=default, default_limit=1, blank_is_absent=False)
     bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
@@ -391,20 +389,19 @@ def _api_matching(worker: str, area: str) -> Response:
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,
                       "expires_in": TTL_SECONDS})
     try:
-        done = c.act_on_counted(view, area, verb, args.order_by, token, actor=actor.actor(), **bounds)
+        done = c.act_on_counted(view, area, verb, args.order_by, token, who=actor.actor(), source="api",
+                                action=f"{area}/{verb}_matching", scope=filter_text(args), **bounds)
     except ConfirmationRefused as exc:
         return reply({"error": str(exc), "reason": exc.reason}, REFUSAL_STATUS[exc.reason])
-    audit.record(c.client, who=actor.actor(), source="api", action=f"{area}/{verb}_matching", worker=view.name,
-                 count=done.touched, scope=filter_text(args))
     return reply({"touched": done.touched, "counted": done.counted, "skipped": done.skipped})
 
 
-def _form_value(value: Any) -> str:
-    """A JSON bound as the listing's form reads it: a string or a number; null or absent is open."""
+def _form_value(name: str, value: Any) -> str:
+    """A JSON field as the listing's form reads it: a string or a number; null or absent is open (the default)."""
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise BadInput(f"a bound must be a string or a number, got {value!r:.100}")
+        raise BadInput(f'"{name}" must be a string or a number, got {value!r:.100}')
     return value if isinstance(value, str) else repr(value)
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from flask import Response, request
+from flask import Response
 
-from ..console.listing import BadInput
 from ..store import audit
 from .blueprint import bp
-from .http import page, reply
+from .http import int_arg, page, reply
 from .state import console
 
 SHOWN = 200
@@ -24,8 +23,5 @@ def audit_page() -> Response:
 @bp.get("/api/v1/audit")
 def api_audit() -> Response:
     """The newest entries, newest first: ``?limit=`` 1..1000 (default 100)."""
-    text = request.args.get("limit", "100")
-    # isascii: "²" is a digit to str.isdigit, and int() refuses it.
-    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1000:
-        raise BadInput(f"limit must be a whole number from 1 to 1000, got {text[:50]!r}")
-    return reply({"entries": [entry.as_json() for entry in audit.read(console().client, int(text))]})
+    limit = int_arg("limit", 100, 1, 1000)
+    return reply({"entries": [entry.as_json() for entry in audit.read(console().client, limit)]})

@@ -14,6 +14,7 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import WorkerView
 from ..console.listing import BadInput
+from ..options import integer
 from . import formatting
 
 FLASH_COOKIE = "lowkiq_flash"
@@ -57,6 +58,23 @@ def back(view: WorkerView) -> str:
     if not inside or formatting.FORM_UNSAFE.search(given) or "\\" in given or ".." in parts.path.split("/"):
         raise BadInput(f"next must be a path under {root} without control characters, '\\' or '..', got {given[:200]!r}")
     return target
+
+
+def int_arg(name: str, default: int, low: int, high: int) -> int:
+    """The query parameter ``name``, a whole number from ``low`` to ``high`` (``default`` when absent).
+
+    BadInput names it otherwise. Only ASCII digits: "²" is a digit to ``str.isdigit``, and ``int()`` refuses it.
+    """
+    text = request.args.get(name)
+    if text is None:
+        return default
+    try:
+        value = integer(text)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise BadInput(f"{name} must be a whole number from {low} to {high}, got {text[:50]!r}")
+    return value
 
 
 def body_object() -> dict[str, Any] | None:

@@ -131,9 +131,11 @@ MATCHING_FILTER: Json = {
                                                 "perform_now."},
     "order_by": {"type": "string", "description": "The filter's field, as the listing's order_by."},
     "min": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
-            "description": "The lowest value kept, inclusive; absent, null or '' is open."},
+            "description": "The lowest value kept, inclusive; absent, null or '' is open. By id any text; by a number "
+                           "or time order a number, `-inf`, or for a time a date (as the listing's min)."},
     "max": {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}],
-            "description": "The highest value kept, inclusive; absent, null or '' is open."},
+            "description": "The highest value kept, inclusive; absent, null or '' is open. By id any text; by a "
+                           "number or time order a number, `+inf`, or for a time a date (as the listing's max)."},
 }
 # A content filter's value: a plain substring (or, for error_class, the exact class), never empty.
 NEEDLE: Json = {"type": "string", "minLength": 1, "maxLength": MAX_NEEDLE, "pattern": "^[^\\u0000]*$"}
@@ -678,13 +680,57 @@ def _bound_text(orders: Iterable[str]) -> str:
 # listing.parse reads an empty value as an absent one.
 EMPTY = "An empty value means the default."
 
+# The bounds listing.bound reads for a number or time order, as patterns (JSON Schema's regexes have no flags, so
+# "inf" is spelled in any case): a number as float() reads it, the open side's infinity, for a time also an ISO
+# date. Surrounding spaces are ignored, and nothing but spaces is no bound.
+_DIGITS = "[0-9](?:_?[0-9])*"
+NUMBER_TEXT = f"[+-]?(?:{_DIGITS}(?:\\.(?:{_DIGITS})?)?|\\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?"
+_INFINITY = "[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"
+OPEN_BOUND = {"min": f"-{_INFINITY}", "max": f"\\+?{_INFINITY}"}
+DATE_TEXT = ("[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])(?:[T ](?:[01][0-9]|2[0-3])"
+             "(?::[0-5][0-9](?::[0-5][0-9](?:[.,][0-9]+)?)?)?(?:Z|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?)?)?")
+
+
+def bound_pattern(name: str, *, dates: bool) -> str:
+    """What ``listing.bound`` accepts as ``name`` ("min" or "max") of a number order, or of a time order."""
+    forms = [NUMBER_TEXT, OPEN_BOUND[name], *([DATE_TEXT] if dates else [])]
+    return f"^\\s*(?:{'|'.join(forms)})?\\s*$"
+
+
+def _bound_rules(area: str) -> list[Json]:
+    """The bounds of a "matching" body by its order_by (absent: the area's default order), as listing.bound
+    reads them: by a number or time order, a JSON number or null or one of ``bound_pattern``'s texts; by id any
+    text (the body's own schema)."""
+    orders, default, _ = AREA_ORDERS[area]
+    rules = []
+    for order in orders:
+        if order == "id":
+            continue
+        bounds = {name: {"anyOf": [{"type": ["number", "null"]},
+                                   {"type": "string", "pattern": bound_pattern(name, dates=order in TIME_ORDERS)}]}
+                  for name in ("min", "max")}
+        chosen: Json = {"required": ["order_by"], "properties": {"order_by": {"const": order}}}
+        if order == default:
+            chosen = {"anyOf": [chosen, {"not": {"required": ["order_by"]}}]}
+        rules.append({"if": chosen, "then": {"properties": bounds}})
+    return rules
+
+
+# OpenAPI 3.1 cannot say that two query parameters exclude each other: each description says it.
+EXCLUSIVE = "Never with `{other}`: the two together are refused (400)."
+
 
 def listing_parameters(area: str) -> list[Json]:
     """The query of a listing, as ``listing.parse`` reads it with the area's default order (AREA_ORDERS)."""
     orders, default_order, default_desc = AREA_ORDERS[area]
     direction = (f"When absent, 1 (descending) if the jobs are ordered by {default_order}, else 0."
                  if default_desc else "When absent, 0.")
-    bound = f"Inclusive, of the value the listing is ordered by (surrounding spaces ignored): {_bound_text(orders)}."
+    bound = (f"Inclusive, of the value the listing is ordered by (surrounding spaces ignored): {_bound_text(orders)}. "
+             "The schema gives the number and date forms of the other orders (400 for any other text, or for a date "
+             "by a number order); ordered by `id`, any text is a bound, which a parameter's schema cannot say "
+             "since it cannot depend on order_by.")
+    # Any text when ordered by id: the pattern is what a number or time order takes (see the description).
+    bounds = {name: {"type": "string", "pattern": bound_pattern(name, dates=True)} for name in ("min", "max")}
     return [
         ref("parameters", "worker"),
         {"name": "order_by", "in": "query", "required": False,
@@ -695,16 +741,18 @@ def listing_parameters(area: str) -> list[Json]:
                     "default": "1" if default_desc else "0"},
          "description": f"Descending order: one of {', '.join(TRUE_WORDS)} or {', '.join(FALSE_WORDS)}, in any case. "
                         f"{direction} {EMPTY}"},
-        {"name": "min", "in": "query", "required": False, "schema": TEXT, "description": f"Lower bound. {bound}"},
-        {"name": "max", "in": "query", "required": False, "schema": TEXT, "description": f"Upper bound. {bound}"},
+        {"name": "min", "in": "query", "required": False, "schema": bounds["min"],
+         "description": f"Lower bound. {bound}"},
+        {"name": "max", "in": "query", "required": False, "schema": bounds["max"],
+         "description": f"Upper bound. {bound}"},
         {"name": "limit", "in": "query", "required": False,
          "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": API_PAGE_SIZE},
          "description": f"Jobs per page. {EMPTY}"},
         {"name": "after", "in": "query", "required": False, "schema": _schema("Cursor"),
-         "description": "The page after this cursor (a page's `next`). Not with `before`."},
+         "description": f"The page after this cursor (a page's `next`). {EXCLUSIVE.format(other='before')}"},
         {"name": "before", "in": "query", "required": False, "schema": _schema("Cursor"),
          "description": "The page before this cursor (a page's `previous`); paging back to the start "
-                        "answers the full first page. Not with `after`."},
+                        f"answers the full first page. {EXCLUSIVE.format(other='after')}"},
         *({"name": name, "in": "query", "required": False, "schema": NEEDLE,
            "description": f"{schema['description']} A content filter makes the listing a bounded search, shard by "
                           "shard and by id within a shard (order_by and desc do not apply; min and max still "
@@ -950,7 +998,7 @@ def _matching_action(area: str) -> Json:
             "requestBody": {"required": True, "content": _json({"allOf": [_schema("MatchingRequest"), {"properties": {
                 "action": {"enum": list(MATCHING_VERBS[area])},
                 "order_by": {"enum": list(MORGUE_ORDERS if area == "morgue" else ENQUEUED_ORDERS)},
-            }}]})},
+            }}, *_bound_rules(area)]})},
             "responses": _responses("MatchingAnswer", "The count and its token, or what the action did.",
                                     400, 404, 409, 413, 415),
         }

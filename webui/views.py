@@ -12,7 +12,7 @@ from werkzeug.wrappers.response import Response as BaseResponse
 from ..console import AREA_ORDERS, Console, WorkerView, histories, listing
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
-from ..store import audit, history
+from ..store import history
 from ..store.confirmations import ConfirmationRefused
 from . import actor, formatting, history_chart
 from .blueprint import bp
@@ -134,11 +134,10 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
                     scope=filter_text(args), fields=args.first_page().args(),
                     action=url_for(f".{area}_matching", worker=view.name, verb=verb))
     try:
-        done = c.act_on_counted(view, area, verb, args.order_by, token, actor=actor.actor(), **bounds)
+        done = c.act_on_counted(view, area, verb, args.order_by, token, who=actor.actor(), source="console",
+                                action=f"{area}/{verb}_matching", scope=filter_text(args), **bounds)
     except ConfirmationRefused as exc:
         return flash_back(back, f"Nothing done: {exc}.")
-    audit.record(c.client, who=actor.actor(), source="console", action=f"{area}/{verb}_matching", worker=view.name,
-                 count=done.touched, scope=filter_text(args))
     jobs = formatting.plural(done.touched, kind)
     message = f"{operation.done.format(jobs=jobs)} ({filter_text(args, FLASH_FILTER_CHARS)})."
     if done.skipped:

@@ -617,13 +617,12 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
         _ask(args, f"{verb} {scope} of {view.name}: {pending.count:,} jobs", pending.count)
         token = pending.token
     started = time.monotonic()
+    action = f"morgue/{verb}_matching" if described else f"morgue/{verb}"
     try:
-        done = c.act_on_counted(view, "morgue", verb, order_by, token, actor=_user(), **bounds)
+        done = c.act_on_counted(view, "morgue", verb, order_by, token, who=_user(), source="cli", action=action,
+                                scope=", ".join(described) or "all", **bounds)
     except ConfirmationRefused as exc:
         raise OpsError(f"nothing done: {exc}") from None
-    action = f"morgue/{verb}_matching" if described else f"morgue/{verb}"
-    audit.record(c.client, who=_user(), source="cli", action=action, worker=view.name, count=done.touched,
-                 scope=", ".join(described) or "all")
     seconds = round(time.monotonic() - started, 3)
     data = {"worker": view.name, "action": action, "touched": done.touched, "counted": done.counted,
             "skipped": done.skipped, "seconds": seconds, **filtered}

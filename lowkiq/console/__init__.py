@@ -205,18 +205,29 @@ class Console:
         return Confirmations(self.client).create(scope, chunks)
 
     def act_on_counted(self, view: WorkerView, area: str, verb: str, order_by: str, token: str, *, min: Any = None,
-                       max: Any = None, content: Content | None = None, actor: str = "") -> Counted:
+                       max: Any = None, content: Content | None = None, who: str, source: str, action: str,
+                       scope: str) -> Counted:
         """Act on the jobs the dry run of ``token`` counted, and of those on the ones that still match the
         filter (content included): a job that came to match after the count is never touched. In chunks of
-        MATCHING_CHUNK ids (CONTENT_CHUNK with a content filter), each its own short script. Raises
-        ConfirmationRefused (touching nothing) for a token that was used, has expired, was never issued or
-        counted another action."""
-        act = getattr(self.actions(view, actor), _matching_method(area, verb))
-        scope = _scope(view, area, verb, order_by, min, max, content)
-        counted, chunks = Confirmations(self.client).take(token, scope)
+        MATCHING_CHUNK ids (CONTENT_CHUNK with a content filter), each its own short script, audited as
+        ``act_on_all`` is (``scope``: the filter as people read it): an entry once the token is taken, before
+        the first chunk, and one when it ends or is cut off. Raises ConfirmationRefused (touching nothing,
+        recording nothing) for a token that was used, has expired, was never issued or counted another action."""
+        act = getattr(self.actions(view, who), _matching_method(area, verb))
+        confirmed = _scope(view, area, verb, order_by, min, max, content)
+        counted, chunks = Confirmations(self.client).take(token, confirmed)
         within = Filter(order_by, min, max, content=content or None, area=area)
         step = CONTENT_CHUNK if content else MATCHING_CHUNK
-        touched = sum(act(ids[i:i + step], within=within) for ids in chunks for i in range(0, len(ids), step))
+
+        def run(progress: Callable[[int], None]) -> int:
+            touched = 0
+            for ids in chunks:
+                for i in range(0, len(ids), step):
+                    touched += act(ids[i:i + step], within=within)
+                    progress(touched)
+            return touched
+
+        touched = self._audited(view, run, who=who, source=source, action=action, scope=scope)
         return Counted(counted, touched)
 
     def search(self, view: WorkerView, area: str, content: Content, *, limit: int, after: Continuation | None = None,
@@ -236,12 +247,21 @@ class Console:
         process stopping), with how many jobs it had touched by then. Each chunk is atomic: what an
         interrupted action did not reach is untouched, and running it again goes on from there."""
         run = getattr(self.actions(view, who), method)
+        return self._audited(view, lambda progress: int(run(progress=progress)), who=who, source=source,
+                             action=action, scope="all")
 
-        def record(count: int, scope: str) -> None:
+    def _audited(self, view: WorkerView, run: Callable[[Callable[[int], None]], int], *, who: str, source: str,
+                 action: str, scope: str) -> int:
+        """``run(progress)``, an action in chunks that calls ``progress`` with the jobs touched so far, between an
+        audit entry "<scope>: started" and one that says what it did, or "<scope>: cut off after N jobs" when it
+        raises (an error, KeyboardInterrupt). A process killed outright leaves the start entry alone: the log
+        still says the action began and never said it ended."""
+
+        def record(count: int, note: str) -> None:
             audit.record(self.client, who=who, source=source, action=action, worker=view.name, count=count,
-                         scope=scope)
+                         scope=audit.with_note(scope, note))
 
-        record(0, "all: started")
+        record(0, ": started")
         done = 0
 
         def progress(touched: int) -> None:
@@ -249,13 +269,13 @@ class Console:
             done = touched
 
         try:
-            count: int = run(progress=progress)
+            count = run(progress)
         except BaseException as exc:
             # When Redis itself is what failed, the start entry stays and the error goes up.
             with contextlib.suppress(Exception):
-                record(done, f"all: cut off after {done:,} jobs ({type(exc).__name__})")
+                record(done, f": cut off after {done:,} jobs ({type(exc).__name__})")
             raise
-        record(count, "all")
+        record(count, "")
         return count
 
     def find(self, job_id: str) -> list[Found]:

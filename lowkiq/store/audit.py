@@ -85,6 +85,11 @@ def entry_json(*, who: str, source: str, action: str, worker: str, count: int,
     return text
 
 
+def with_note(scope: str, note: str) -> str:
+    """``scope`` then ``note`` (": started"), the scope clipped so that the note is kept whole in the entry."""
+    return _clip(scope, FIELD_CHARS["scope"] - len(note)) + note if note else scope
+
+
 def _clip(value: object, chars: int) -> str:
     # A lone surrogate ("\ud800") cannot be UTF-8: written out as its escape, never an error.
     text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
