@@ -23,7 +23,7 @@ install:
 
 # The build tools too, whoever made the virtualenv: one made by hand (the README's Quickstart)
 # may lack wheel, which the packaging tests' wheel build needs.
-$(VENV)/.installed: setup.cfg pyproject.toml | $(BIN)/python
+$(VENV)/.installed: setup.cfg setup.py pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 	$(BIN)/pip install -q -e ".[test,bench,examples]"
 	@touch $@

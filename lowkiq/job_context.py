@@ -101,6 +101,12 @@ def enter(current: Context, deadline: float | None = None) -> None:
     _local.deadline = deadline
 
 
+def entered() -> tuple[Context | None, float | None]:
+    """The calling thread's context and deadline, to enter again after a perform run inside a perform
+    (``lowkiq.testing.inline()``: a perform that enqueues performs those jobs at once)."""
+    return getattr(_local, "current", None), getattr(_local, "deadline", None)
+
+
 def leave() -> None:
     _local.current = None
     _local.deadline = None

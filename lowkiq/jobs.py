@@ -155,6 +155,13 @@ def normalize_group(value: Any, index: int) -> str | None:
     return value
 
 
+def job_list(jobs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``perform_async``'s argument as a list; one job alone (a dict) or a string is refused, not iterated."""
+    if isinstance(jobs, (Mapping, str, bytes)):
+        raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
+    return list(jobs)
+
+
 def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payload: DumpPayload) -> list[PreparedJob]:
     """Validate and serialize a whole batch before anything is written.
 

@@ -19,7 +19,7 @@ from .config import Settings, build_settings
 # Raised here; defined with every error users may catch, and importable from here too.
 from .errors import NotConfigured as NotConfigured
 from .events import Bus
-from .jobs import prepare
+from .jobs import job_list, prepare
 from .middleware import run_chain
 from .redis_clock import RedisClock
 from .store import layout, registry
@@ -79,9 +79,7 @@ class Runtime:
         return IdHistories(self.client, worker.keys(), load_error=self.settings.load_error)
 
     def enqueue(self, worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
-        if isinstance(jobs, (Mapping, str, bytes)):
-            raise TypeError("perform_async takes a list of jobs, e.g. [{'id': 1, 'payload': {...}}]")
-        jobs = list(jobs)
+        jobs = job_list(jobs)
 
         def write() -> int:
             # With the real clock, a missing score or perform_in is the Redis server's now.
@@ -122,6 +120,21 @@ class Runtime:
 
 
 _current: Runtime | None = None
+
+# Set by lowkiq.testing.inline() while it is active, for the whole process: perform_async then performs
+# the call's jobs in the caller, and nothing reaches Redis (nor needs lowkiq configured).
+InlineEnqueue = Callable[["type[Worker]", Sequence[Mapping[str, Any]]], int]
+inline_enqueue: InlineEnqueue | None = None
+
+
+def enqueue(worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
+    """What ``Worker.perform_async`` does: the configured runtime writes the jobs, or, inside
+    ``lowkiq.testing.inline()``, they are performed at once. An ``aperform_async`` goes through
+    this same switch, so that inline() covers both."""
+    performer = inline_enqueue
+    if performer is not None:
+        return performer(worker, jobs)
+    return current().enqueue(worker, jobs)
 
 
 def configure(**options: Any) -> Runtime:

@@ -110,9 +110,9 @@ class Worker:
         """
         # At call time: the runtime (and the store under it) names Worker in its own types, and a Worker is
         # defined before anything is configured. The one import cycle of the core is this, on purpose.
-        from .runtime import current
+        from .runtime import enqueue
 
-        return current().enqueue(cls, jobs)
+        return enqueue(cls, jobs)
 
     @classmethod
     def keys(cls) -> QueueKeys:

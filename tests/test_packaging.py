@@ -6,6 +6,7 @@ installed editable, imports and serves it the same way.
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -94,3 +95,31 @@ def test_the_source_tree_serves_the_console_from_the_repository_root(redis_url):
                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert where == [str(ROOT / "webui/blueprint.py"), str(ROOT / "templates"), str(ROOT / "static")]
     _serve_and_check(ROOT, dict(os.environ), redis_url)
+
+
+def test_sdist_and_wheel_carry_the_license_project_urls_classifiers_and_a_readme_pypi_renders(tmp_path):
+    subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(ROOT)],
+                   check=True, capture_output=True)
+    (sdist,) = tmp_path.glob("lowkiq-*.tar.gz")
+    import tarfile
+
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    assert any(n.endswith("/LICENSE") for n in names), names
+    built = wheel()
+    names = zipfile.ZipFile(built).namelist()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
+    metadata = zipfile.ZipFile(built).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    headers, _, description = metadata.partition("\n\n")
+    assert "Project-URL: Source, https://" in headers and "Project-URL: Documentation, https://" in headers
+    for version in ("3.10", "3.11", "3.12", "3.13"):
+        assert f"Classifier: Programming Language :: Python :: {version}" in headers
+    assert "License-File: LICENSE" in headers or "License-Expression" in headers or "License: MIT" in headers
+    # Every link and image of the README as PyPI shows it is absolute: PyPI has no repository beside it.
+    targets = re.findall(r"\]\(([^)\s]+)", description)
+    assert targets and all(re.match(r"^(https://|#)", t) for t in targets), [t for t in targets
+                                                                           if not t.startswith(("https://", "#"))]
+    assert "/raw/main/docs/dashboard.png" in description  # an image points at the file, not its page
+    check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(built)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

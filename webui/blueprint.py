@@ -63,6 +63,9 @@ def _init(setup: BlueprintSetupState) -> None:
     settings.from_config(setup.app.config)
 
 
+HEALTH_ENDPOINT = "lowkiq.healthz"
+
+
 def is_api() -> bool:
     endpoint = request.endpoint
     if endpoint is None:  # not routed (404, 405): judge by the path
@@ -72,6 +75,8 @@ def is_api() -> bool:
 
 @bp.before_request
 def _guard() -> Response | None:
+    if request.endpoint == HEALTH_ENDPOINT:
+        return None  # probes carry no password and any Host; the answer reveals nothing (webui/health.py)
     current = state.settings()
     _limit_body(current.max_content_length)
     security.check_host(standalone=False)  # the standalone app checked it already; a host app, when set

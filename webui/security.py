@@ -335,6 +335,8 @@ def install(app: Flask) -> None:
 
     @app.before_request
     def _standalone_guard() -> Response | None:
+        if request.endpoint == "lowkiq.healthz":
+            return None  # open to probes: see webui/health.py
         check_prefix()
         check_host(standalone=True)
         denied = check_auth()

@@ -62,6 +62,7 @@ class ShardHandler:
         thread: str = "",
         clock: Callable[[], float] = time.time,
         events: Bus = SILENT,
+        in_child: bool | None = None,
     ) -> None:
         self.lease = lease
         self.shard = lease.shard
@@ -77,7 +78,8 @@ class ShardHandler:
         self._context = job_context.Context(self.name, self.shard.index, lease)
         self.events = events
         self._limit: float | None = type(worker).time_limit
-        self._in_child = type(worker).isolation == "process"
+        # None: as the worker's isolation says; lowkiq.testing.drain performs in the calling thread (False)
+        self._in_child = type(worker).isolation == "process" if in_child is None else in_child
         self._label = f"{self.name} shard {self.shard.index} ({thread or 'thread'})"
         self.child_pid: int | None = None  # the child that performs (performed) this shard's batch
         # group_concurrency / group_rate_limit (docs/fairness.md): None for a worker without them, whose
