@@ -199,6 +199,17 @@ def test_a_view_of_the_project_enqueues(site: Any, r: redis.Redis) -> None:
     assert bad.status_code == 400 and "control character" in bad.json()["error"]
 
 
+def test_manage_py_lowkiq_refuses_what_it_cannot_run_in_one_line(site: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from django.core.management import call_command
+
+    with pytest.raises(SystemExit) as stopped:
+        call_command("lowkiq", "--processes", "2")
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == ("lowkiq: --processes starts lowkiq -r APP.py children, and this server's app "
+                                       "comes from settings.LOWKIQ: start one server per core instead (each with "
+                                       "--cpus N); they share the shards through leases\n")
+
+
 @pytest.mark.slow
 def test_manage_py_lowkiq_performs_jobs_and_stops_on_sigterm(site: Any, redis_server: RedisServer, tmp_path) -> None:
     folder = on_path(EXAMPLE)
