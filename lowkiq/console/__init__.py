@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -197,8 +197,8 @@ class Console:
         _matching_method(area, verb)
         scope = _scope(view, area, verb, order_by, min, max, content)
         if content:
-            found = Search(self.client, view.keys).ids(area, content, bounds=_bounds(order_by, min, max))
-            return Confirmations(self.client).create(scope, found)
+            return Confirmations(self.client).create(scope, self.matching_ids(view, area, content, order_by,
+                                                                              min=min, max=max))
         q = self.queries(view)
         ids_of = q.morgue_ids if area == "morgue" else q.enqueued_ids
         chunks = ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK)
@@ -218,6 +218,12 @@ class Console:
         step = CONTENT_CHUNK if content else MATCHING_CHUNK
         touched = sum(act(ids[i:i + step], within=within) for ids in chunks for i in range(0, len(ids), step))
         return Counted(counted, touched)
+
+    def matching_ids(self, view: WorkerView, area: str, content: Content, order_by: str = "id", *, min: Any = None,
+                     max: Any = None) -> Iterator[list[str]]:
+        """Every id of ``area`` whose content matches (and within min..max of order_by), a search step's worth at a
+        time: shard by shard, by id in each, as a content-filtered listing shows them."""
+        return Search(self.client, view.keys).ids(area, content, bounds=_bounds(order_by, min, max))
 
     def search(self, view: WorkerView, area: str, content: Content, *, limit: int, after: Continuation | None = None,
                order_by: str = "id", min: Any = None, max: Any = None) -> tuple[list[Any], content_search.Found]:
