@@ -264,10 +264,11 @@ class Console:
         record(count, "all")
         return count
 
-    def find(self, job_id: str) -> list[Found]:
-        """Where an id is, in every worker: queued, busy (in processing) and dead, each a record."""
+    def find(self, job_id: str, views: list[WorkerView] | None = None) -> list[Found]:
+        """Where an id is, in every worker (or in ``views``): queued, busy (in processing) and dead, each a
+        record. Three reads of one shard per worker (see finding.py for a search bounded per request)."""
         found = []
-        for view in self.workers():
+        for view in self.workers() if views is None else views:
             q = self.queries(view)
             for where, job in (("queued", q.job(job_id)), ("busy", q.busy_job(job_id)),
                                ("dead", q.morgue_job(job_id))):
