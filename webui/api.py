@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, histories, listing
+from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, finding, histories, listing
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..jobs import Job, MorgueJob
@@ -217,20 +217,24 @@ FOUND_KEYS = {"queued": "queued", "busy": "busy", "dead": "morgue"}
 @bp.get("/api/v1/search")
 def api_search() -> Response:
     """An id in every worker, as the header's search finds it: each worker that holds it, with where, as
-    ``jobs/<id>`` answers it. Nothing found is an empty list, not a 404: the search itself went well."""
+    ``jobs/<id>`` answers it. Nothing found is an empty list, not a 404: the search itself went well. Up to
+    finding.SEARCH_WORKERS workers a request: ``searched`` says which, ``from=<its continue>`` goes on."""
     job_id = listing.searched_id(request.args.get("id", ""))
     if not job_id:
         return reply({"error": "the search needs ?id=<job id>"}, 400)
     by_worker: dict[str, dict[str, Any]] = {}
     c = console()
-    for found in c.find(job_id):
+    done = finding.search(c, job_id, start=finding.start_of(request.args.get("from", "")),
+                          history_limit=SEARCH_HISTORY_EVENTS)
+    for found in done.found:
         entry = by_worker.setdefault(found.view.name, {"worker": found.view.name, "queued": None, "busy": None,
                                                       "morgue": None})
         encode = morgue_job_json if found.where == "dead" else job_json
         entry[FOUND_KEYS[found.where]] = encode(found.job, traceback=True)
     # Each worker whose history holds the id, with its newest events: an id performed earlier is found too.
-    remembered = [shown.as_json() for shown in histories.search(c, job_id, limit=SEARCH_HISTORY_EVENTS)]
-    return reply({"id": job_id, "found": list(by_worker.values()), "history": remembered})
+    remembered = [shown.as_json() for shown in done.remembered]
+    return reply({"id": job_id, "found": list(by_worker.values()), "history": remembered,
+                  "searched": done.progress()})
 
 
 # Events per worker a search answers with (the history route gives more).

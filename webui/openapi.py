@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..console import AREA_ORDERS, MATCHING_VERBS
+from ..console.finding import SEARCH_HISTORY_ENTRIES, SEARCH_WORKERS
 from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
@@ -276,8 +277,21 @@ SCHEMAS: Json = {
             "history": {"type": "array", "items": _schema("IdHistory"),
                         "description": "Each worker whose history holds the id (its newest 20 events): an id "
                                        "performed earlier, or deleted, is found here; empty when none does."},
+            "searched": _schema("SearchProgress"),
         },
         "An id in every worker: queued, in processing, dead, and in each worker's history.",
+    ),
+    "SearchProgress": _object(
+        {
+            "from": {**COUNT, "description": "The position of the first worker searched, in `api/v1/dashboard`'s "
+                                             "order."},
+            "workers": {**COUNT, "description": f"Workers this request searched: at most {SEARCH_WORKERS}, fewer "
+                                                f"when their histories took {SEARCH_HISTORY_ENTRIES:,} entries."},
+            "of": {**COUNT, "description": "Workers the console knows."},
+            "continue": {"type": ["integer", "null"], "minimum": 0,
+                         "description": "Pass as `from` for the next workers; null when none is left."},
+        },
+        "Which workers a search looked in: a request searches a bounded number of them.",
     ),
     "IdHistoryEvent": _object(
         {
@@ -618,6 +632,14 @@ PARAMETERS: Json = {
         "description": f"The exact id (byte by byte, case-sensitive), any text of at most {MAX_SEARCHED_ID:,} "
                        "characters (400 when missing, empty or longer).",
     },
+    "searchFrom": {
+        "name": "from",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 0, "default": 0},
+        "description": "The position of the first worker to search: a previous answer's `searched.continue` "
+                       "(400 past the workers the console knows).",
+    },
     "historyHours": {
         "name": "hours",
         "in": "query",
@@ -926,9 +948,11 @@ def paths() -> Json:
                                           parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),
         f"{API}/search": _get("api_search", "Where an id is in every worker: queued, in processing, dead",
                               "SearchResult", "The workers that hold the id; an empty list when none does.", 400,
-                              parameters=[ref("parameters", "searchedId")],
+                              parameters=[ref("parameters", "searchedId"), ref("parameters", "searchFrom")],
                               description="The console's search: each worker is looked up as `jobs/{job_id}` "
-                                          "looks up one (three reads per worker)."),
+                                          f"looks up one (three reads of the id's shard), {SEARCH_WORKERS} workers "
+                                          "at most per request; `searched` says which, and where the next "
+                                          "request goes on."),
         f"{API}/audit": _get("api_audit", "The newest operator actions", "AuditLog", "Newest first.", 400,
                              parameters=[ref("parameters", "auditLimit")]),
         f"{API}/history": _get("api_history", "Jobs processed and failed per minute, and the lag, over the last hours",
