@@ -474,6 +474,17 @@ SCHEMAS: Json = {
             "state": {**TEXT, "description": "running, or draining while it stops.", "examples": ["running", "draining"]},
             "shards": {"type": "object", "additionalProperties": {"type": "array", "items": COUNT},
                        "description": "By worker name: the shards this process holds the lease of."},
+            "failing_duties": {
+                "type": "array",
+                "items": _object({"duty": {**TEXT, "examples": ["schedule_ticks"]},
+                                  "error": {**TEXT, "description": "What it raised, shortened."},
+                                  "since": UNIX_TIME,
+                                  "failures": {"type": "integer", "minimum": 1, "description": "Runs in a row."}},
+                                 "A periodic duty whose last run failed."),
+                "description": "The server's periodic duties (schedule ticks, replica counts, per-minute totals, id "
+                               "history trims) whose last run raised: each is retried with a back-off while the "
+                               "server keeps serving its shards.",
+            },
         },
         "A live server process (`lowkiq -r`), as its last heartbeat described it.",
     ),
