@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from queue_support import held_lease
+from test_webui_openapi import DOC, Spec
 from webui_support import csrf, host_app
 
 import lowkiq
@@ -115,3 +116,18 @@ def test_the_busy_page_has_a_stop_button_only_for_process_performs(runtime):
     again = client.post(f"{path}/stop", data={"csrf_token": csrf(client, path), "id": "t9", "next": path})
     assert again.status_code == 303
     assert "Job t9 is not busy any more" in client.get(path).get_data(as_text=True)
+
+
+def test_the_route_answers_as_documented(runtime):
+    busy(runtime, RenderWorker, "r1")
+    busy(runtime, ThreadWorker, "t1")
+    client = host_app().test_client()
+    spec = Spec(client.get("/lowkiq" + DOC).get_json())
+    path = "/api/v1/workers/{worker}/busy/stop"
+    spec.check_body({"id": "r1"}, path)
+    spec.check_body({"id": 7}, path)
+    for worker, body, status in (("RenderWorker", {"id": "r1"}, 202), ("ThreadWorker", {"id": "t1"}, 409),
+                                 ("RenderWorker", {"id": "nope"}, 404), ("RenderWorker", {"id": ""}, 400)):
+        reply = stop(client, worker, body)
+        assert reply.status_code == status, (worker, body)
+        spec.check(reply, path, "post")

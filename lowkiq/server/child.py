@@ -2,12 +2,12 @@
 
 Started by its server's ``spares`` (and then handed to a server thread's ``ChildSlot``) as ``python -m
 lowkiq.server.child APP WORKER PARENT_PID REQUESTS_FD REPLIES_FD``: it loads the app file (so the app's
-middlewares, serializers and ``format_error`` are the ones its server uses), answers ``("ready",)``, then performs each batch it
-is sent, through the server middlewares, with ``lowkiq.context()`` set and the worker's soft time
-limit armed, and answers with the outcome and its resident memory. It exits at EOF on its requests
-(the server stops or recycles it) and never outlives its server: the kernel kills it when the
-server dies (``PR_SET_PDEATHSIG``), and a watcher thread exits when the parent pid changes (other
-systems, or a parent that died before the first).
+middlewares, serializers and ``format_error`` are the ones its server uses), answers ``("ready",)``,
+then performs each batch it is sent, through the server middlewares, with ``lowkiq.context()`` set and
+the worker's soft time limit armed, and answers with the outcome and its resident memory. It exits at
+EOF on its requests (the server stops or recycles it) and never outlives its server: the kernel kills it
+when the server dies (``PR_SET_PDEATHSIG``), and a watcher thread exits when the parent pid changes
+(other systems, or a parent that died before the first).
 
 Its server kills it at ``time_limit + time_limit_grace``, but a paused server (SIGSTOP, a frozen VM)
 kills nothing: so the child also ends itself then, by a SIGALRM left to its default action, which the
