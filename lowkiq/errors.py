@@ -228,6 +228,13 @@ class WorkerCrashed(LowkiqError):
     ids counts one crash toward the crash cap; the server and its other threads go on."""
 
 
+class PerformStopped(LowkiqError):
+    """An operator stopped a process-isolated perform (the console's Stop button,
+    ``POST api/v1/workers/<w>/busy/stop``, ``lowkiq jobs stop``): its child process and
+    everything it started were killed. The batch fails by the retry rules, like any exception;
+    it counts no crash."""
+
+
 class PartialFailure(LowkiqError):
     """Raised by ``perform``: only the ids named fail, each with its own error and retry
     rules; every other id of the batch is acknowledged as processed. Ids that are not in

@@ -345,6 +345,28 @@ def api_retry_now(worker: str) -> Response:
     return reply({"count": actor.run_operation(c, RETRY_NOW, view, [job_id], "api")})
 
 
+@bp.post("/api/v1/workers/<worker>/busy/stop")
+def api_busy_stop(worker: str) -> Response:
+    """Stop a process-isolated perform: ``{"id": ...}``, one id of the batch. 202 once asked (its server kills
+    the child within about a second; the batch fails with PerformStopped), audited; 409 for a thread-isolated
+    worker (or a batch no live server holds), 404 for an id that is not busy: then nothing is recorded."""
+    from ..console import busy
+
+    c = console()
+    view = c.worker(worker)
+    body = _body_with("id", '{"id": "1042"}')
+    if "id" not in body:
+        raise BadInput('stopping a perform needs "id": the id of a busy job')
+    job_id = _job_id(body["id"], '"id"')
+    try:
+        busy.stop(c, view, job_id, who=actor.actor(), source="api")
+    except busy.StopRefused as exc:
+        return reply({"error": str(exc)}, exc.status)
+    return reply({"id": job_id, "stop": "requested",
+                  "note": "the server performing it kills its child process within about a second; the batch "
+                          "fails with PerformStopped, and the retry rules apply"}, 202)
+
+
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
 # that counted another action conflicts with the request (its "reason" says which).
 REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}

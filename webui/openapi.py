@@ -555,6 +555,19 @@ SCHEMAS: Json = {
                 "description": "The queued job's id, a string or an integer (its decimal text)."}},
         "The one queued job to make due now.",
     ),
+    "StopRequest": _object(
+        {"id": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}],
+                "description": "The busy job's id, a string or an integer (its decimal text); its whole batch is "
+                               "stopped."}},
+        "The one busy job whose perform to stop.",
+    ),
+    "StopResult": _object(
+        {"id": {**TEXT, "description": "The job asked for."},
+         "stop": {"const": "requested", "description": "Written beside its shard's lease; its server acts on it "
+                                                      "within about a second."},
+         "note": {**TEXT, "description": "What happens next, for people."}},
+        "The stop is asked.",
+    ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
         _object({**MATCHING_FILTER, **CONTENT_FILTER,
@@ -908,6 +921,33 @@ def _retry_now_action() -> Json:
     }
 
 
+def _stop_action() -> Json:
+    responses = _responses("StopResult", "", 400, 404, 413, 415)
+    del responses["200"]
+    responses["202"] = {"description": "Asked: the server performing the job kills its child process (and its "
+                                       "process group) within about a second; the batch fails with PerformStopped.",
+                        "content": _json(_schema("StopResult"))}
+    responses["409"] = {"description": "The worker's performs run in threads (isolation \"thread\"), which cannot "
+                                       "be stopped safely; or no live server holds the job's shard (its batch goes "
+                                       "back to the queue when another server takes it over).",
+                        "content": _json(_schema("Error"))}
+    return {
+        "post": {
+            "operationId": "api_busy_stop",
+            "summary": "Stop a busy job's perform (process isolation)",
+            "description": "For a worker with isolation \"process\": the request is written beside the shard's "
+                           "lease, bound to the batch in processing now; the server performing it kills the "
+                           "batch's child process and everything it started, and fails the batch with "
+                           "PerformStopped (the retry rules apply). An id that is not busy is a 404. Recorded in "
+                           "the audit log as busy/stop; a refused stop records nothing.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
+            "requestBody": {"required": True, "content": _json(_schema("StopRequest")),
+                            "description": "The id of the busy job."},
+            "responses": dict(sorted(responses.items())),
+        }
+    }
+
+
 def _pause_action(verb: str) -> Json:
     summary, description = {
         "pause": ("Pause the worker's queue", "Servers stop taking its jobs within a heartbeat (a second by "
@@ -979,6 +1019,7 @@ def paths() -> Json:
     for op in OPERATIONS:
         out[action_path(op)] = _action(op)
     out[f"{worker}/enqueued/retry_now"] = _retry_now_action()
+    out[f"{worker}/busy/stop"] = _stop_action()
     for verb in ("pause", "resume"):
         out[f"{worker}/{verb}"] = _pause_action(verb)
     for area in ("enqueued", "morgue"):
