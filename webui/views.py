@@ -172,6 +172,17 @@ STOP_REFUSALS = {
 }
 
 
+def _form_job_id(missing: str) -> str:
+    """The one job id a form posts (encoded as the pages encode ids); ``missing`` says what needs it."""
+    try:
+        job_id = formatting.form_id_decode(request.form.get("id", ""))
+    except ValueError as exc:
+        raise BadInput(f"id: {exc}") from None
+    if not job_id:
+        raise BadInput(missing)
+    return job_id
+
+
 @bp.post("/workers/<worker>/busy/stop")
 def busy_stop(worker: str) -> BaseResponse:
     """The busy list's Stop button (process isolation): its server kills the perform's child, the batch fails
@@ -181,12 +192,7 @@ def busy_stop(worker: str) -> BaseResponse:
     c = console()
     view = c.worker(worker)
     back = back_to(view)
-    try:
-        job_id = formatting.form_id_decode(request.form.get("id", ""))
-    except ValueError as exc:
-        raise BadInput(f"id: {exc}") from None
-    if not job_id:
-        raise BadInput("stopping a perform needs the id of one busy job")
+    job_id = _form_job_id("stopping a perform needs the id of one busy job")
     shown = formatting.clip(job_id, FLASH_FILTER_CHARS)
     try:
         stop(c, view, job_id, who=actor.actor(), source="console")
@@ -288,12 +294,7 @@ def retry_now(worker: str) -> BaseResponse:
     c = console()
     view = c.worker(worker)
     back = back_to(view)
-    try:
-        job_id = formatting.form_id_decode(request.form.get("id", ""))
-    except ValueError as exc:
-        raise BadInput(f"id: {exc}") from None
-    if not job_id:
-        raise BadInput("retry now needs the id of one queued job")
+    job_id = _form_job_id("retry now needs the id of one queued job")
     count = actor.run_operation(c, RETRY_NOW, view, [job_id], "console")
     if count:
         return flash_back(back, f"Job {formatting.clip(job_id, FLASH_FILTER_CHARS)} will run now.")
