@@ -34,16 +34,20 @@ class CrashIsolation:
         self._holding = 0  # threads with a batch taken and not yet acknowledged
         self._owner: str | None = None  # the thread performing a suspect batch alone
         self._until = math.inf  # (monotonic) when the other threads stop waiting for the owner
+        self._suspect: dict[str, object] | None = None  # what the owner performs: worker, ids, since (unix time)
         self.suspect_wait = suspect_wait
         self.clock = clock
 
     def _waits_for(self, thread: str) -> bool:
         return self._owner is not None and self._owner != thread and self.clock() < self._until
 
-    def waiting_on(self) -> tuple[str, float] | None:
-        """(the thread performing a suspect batch alone, monotonic time until which the others wait), or None."""
-        owner, until = self._owner, self._until
-        return None if owner is None or self.clock() >= until else (owner, until)
+    def waiting_on(self) -> dict[str, object] | None:
+        """What the other threads wait for now (a suspect batch: its worker, ids, thread, since, and the
+        seconds they wait for it at most), or None."""
+        owner, until, suspect = self._owner, self._until, self._suspect
+        if owner is None or suspect is None or self.clock() >= until:
+            return None
+        return {**suspect, "thread": owner, "for_at_most": round(until - self.clock(), 3)}
 
     def claimed_by_other(self, thread: str) -> bool:
         # a read without the lock: a stale answer is settled in hold()
@@ -66,7 +70,8 @@ class CrashIsolation:
             self._holding -= 1
             self._changed.notify_all()
 
-    def claim(self, thread: str, stop: threading.Event, bound: float | None = None) -> bool:
+    def claim(self, thread: str, stop: threading.Event, bound: float | None = None,
+              what: dict[str, object] | None = None) -> bool:
         """A suspect batch is in hand (held): wait until no other thread holds one, at most ``bound`` seconds
         (default ``suspect_wait``), which is also how long the others wait for it. False when another thread
         has the claim (give the batch back) or the process is stopping."""
@@ -75,6 +80,7 @@ class CrashIsolation:
                 return False
             self._owner = thread
             self._until = self.clock() + (self.suspect_wait if bound is None else bound)
+            self._suspect = {**(what or {}), "since": time.time()}
             self._changed.notify_all()
             while self._holding > 1 and self.clock() < self._until:
                 if stop.is_set():
@@ -90,6 +96,7 @@ class CrashIsolation:
             if self._owner == thread:
                 self._owner = None
                 self._until = math.inf
+                self._suspect = None
                 self._changed.notify_all()
 
     def wait_turn(self, thread: str, stop: threading.Event) -> None:

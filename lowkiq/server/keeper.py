@@ -69,6 +69,8 @@ class Keeper:
         self.holdings = Holdings(runtime, self.member_id)
         # With no splitter, the held shards are a pool every thread checks out from (lowkiq.server.shard_pool).
         self.pool = pool
+        # The process's crash isolation: whether its threads wait for a suspect batch (told in each beat).
+        self.isolation = next((p.isolation for p in self.processors), None)
         for processor in self.processors:  # its threads hand shards back to it, and share its holdings
             processor.keeper, processor.holdings = self, self.holdings
         self.thread_of: dict[ShardId, int] = {}
@@ -253,6 +255,7 @@ class Keeper:
             state=membership.DRAINING if self.draining else membership.RUNNING,
             started_ms=self.started_ms, queues=self.queues, hint=self.hint, stable_name=s.member_name,
             shards=held, ttl_ms=ttl_ms, failing=[f.as_json() for f in self.duties.failing()],
+            waiting=None if self.isolation is None else self.isolation.waiting_on(),
         )
 
     # -- acting on the assignment ----------------------------------------

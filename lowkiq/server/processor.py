@@ -233,7 +233,7 @@ class Processor:
         if not taken.jobs:
             self._let_go()
             return
-        if taken.suspect and not self._alone(handler):
+        if taken.suspect and not self._alone(handler, [job.id for job in taken.jobs]):
             self.scheduler.due(index, self.due_clock())  # back at the head of its shard
             return
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
@@ -266,14 +266,15 @@ class Processor:
                 if handler.shard.index == shard and handler.lease.keys.queue_name == queue_name:
                     self.scheduler.due(index, now)
 
-    def _alone(self, handler: ShardHandler) -> bool:
+    def _alone(self, handler: ShardHandler, ids: list[str]) -> bool:
         """A suspect batch in hand: wait until it is the only batch in processing in this process.
         When another thread is already performing one alone (or the process stops), the batch goes
         back to its place in the queue and is taken again later."""
         worker = handler.lease.shard.worker
         limit = worker.time_limit
         bound = None if limit is None else limit + (worker.time_limit_grace if worker.isolation == "process" else 0)
-        if self.isolation.claim(self.name, self.stop, bound):
+        suspect = {"worker": worker.__name__, "shard": handler.shard.index, "ids": ids[:20]}
+        if self.isolation.claim(self.name, self.stop, bound, suspect):
             log.info("thread %d: shard %s: performing a batch alone: it was in flight when a server died (the "
                      "other threads wait for it %.0f s at most)", self.number, handler.shard,
                      self.isolation.suspect_wait if bound is None else bound, extra=_shard_fields(handler.lease))
@@ -456,7 +457,7 @@ class Processor:
             self._let_go()
             self._pool_done(pool, entry)
             return
-        if taken.suspect and not self._alone(handler):
+        if taken.suspect and not self._alone(handler, [job.id for job in taken.jobs]):
             pool.due(entry, self.due_clock())  # back at the head of its shard
             self._pool_done(pool, entry)
             return
