@@ -25,7 +25,7 @@ install:
 # may lack wheel, which the packaging tests' wheel build needs.
 $(VENV)/.installed: setup.cfg setup.py pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
-	$(BIN)/pip install -q -e ".[test,bench]"
+	$(BIN)/pip install -q -e ".[test,bench,examples]"
 	@touch $@
 
 # Debian's Chromium for the browser tests; Playwright drives it, never downloads one.
@@ -40,10 +40,10 @@ demo: | $(BIN)/python
 	@$(EDITABLE_HERE) 2>/dev/null || $(BIN)/pip install -q -e .
 	$(BIN)/lowkiq-demo
 
-# Lint of the product, its tests, benchmarks and docs scripts; strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
+# Lint of the product, its tests, benchmarks, docs scripts and examples; strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
 # installed, through a tree of links in build/typecheck.
 lint: install
-	$(BIN)/ruff check lowkiq webui tests bench docs
+	$(BIN)/ruff check lowkiq webui tests bench docs examples
 	@rm -rf build/typecheck && mkdir -p build/typecheck/lowkiq
 	@for f in lowkiq/*; do ln -s "$(CURDIR)/$$f" build/typecheck/lowkiq/; done
 	@ln -s "$(CURDIR)/webui" build/typecheck/lowkiq/webui

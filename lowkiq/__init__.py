@@ -21,6 +21,7 @@ from .errors import (
     PartialEnqueue,
     PartialFailure,
     PayloadDecodeError,
+    PerformStopped,
     PinningError,
     RedisOutOfMemory,
     RegistryFull,
@@ -41,6 +42,7 @@ __all__ = [
     "AppFileError", "BadInput", "ConfigurationError", "ConfirmationRefused", "EmbeddedRedisError", "Job",
     "LayoutChangeRefused", "LayoutMismatch", "LeaseRefused", "LowkiqError", "MetricsPortError", "MorgueJob",
     "NoWorkers", "NotConfigured", "NotDurable", "PartialEnqueue", "PartialFailure", "PartialWrite",
-    "PayloadDecodeError", "PinningError", "RedisOutOfMemory", "RegistryFull", "Schedule", "TimeLimitExceeded",
-    "TopologyError", "UnknownWorker", "Worker", "WorkerCrashed", "__version__", "configure", "context", "current",
+    "PayloadDecodeError", "PerformStopped", "PinningError", "RedisOutOfMemory", "RegistryFull", "Schedule",
+    "TimeLimitExceeded", "TopologyError", "UnknownWorker", "Worker", "WorkerCrashed", "__version__", "configure",
+    "context", "current",
 ]

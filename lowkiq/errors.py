@@ -2,7 +2,8 @@
 
 ``except lowkiq.LowkiqError`` catches them all; each also keeps the built-in base it had
 (``ValueError`` for bad input, ``RuntimeError`` for a missing setup, ``LookupError`` for
-an unknown worker), and errors of Redis's own stay redis-py's exceptions.
+an unknown worker, ``redis.RedisError`` for Redis failing part of a call), and errors of
+Redis's own stay redis-py's exceptions.
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ class LowkiqError(Exception):
     """The base of every error lowkiq raises on purpose."""
 
 
-class PartialEnqueue(LowkiqError):
-    """``perform_async`` wrote some jobs and not others: Redis failed for part of the call.
+class PartialEnqueue(LowkiqError, redis.RedisError):
+    """``perform_async`` may have written some jobs and not others: Redis failed for part of the call.
 
-    Each push script writes one shard's slice of the call atomically, so every
-    job is in exactly one of ``written``, ``not_written`` or ``uncertain`` (its
-    script's reply was lost: written or not), each a list of positions in the
-    list given to ``perform_async``. Enqueueing again the jobs not known to be
-    written, or the whole call, is safe: an equal payload merges into the
-    queued job (its lower score is kept)::
+    Any failure once part of the call may have been written raises it: an error reply to
+    one shard's script, a timeout, a connection reset or refused part way. Each push script
+    writes one shard's slice of the call atomically, so every job is in exactly one of
+    ``written``, ``not_written`` (its slice was refused, or never wholly sent) or
+    ``uncertain`` (its script's reply was lost: written or not), each a list of positions
+    in the list given to ``perform_async``. A call Redis did none of for certain (it could
+    not be reached, or refused every slice) raises Redis's own error instead; either way
+    ``except redis.RedisError`` catches it. Enqueueing again the jobs not known to be
+    written, or the whole call, is safe: an equal payload merges into the queued job (its
+    lower score is kept)::
 
         try:
             OrdersWorker.perform_async(jobs)
@@ -221,6 +226,13 @@ class WorkerCrashed(LowkiqError):
     """The child process performing a process-isolated batch died (segfault, OOM kill,
     ``os._exit``) before it answered. The batch fails by the retry rules and each of its
     ids counts one crash toward the crash cap; the server and its other threads go on."""
+
+
+class PerformStopped(LowkiqError):
+    """An operator stopped a process-isolated perform (the console's Stop button,
+    ``POST api/v1/workers/<w>/busy/stop``, ``lowkiq jobs stop``): its child process and
+    everything it started were killed. The batch fails by the retry rules, like any exception;
+    it counts no crash."""
 
 
 class PartialFailure(LowkiqError):

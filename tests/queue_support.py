@@ -109,16 +109,25 @@ def snapshot(r) -> dict[bytes, Any]:
 
 
 class RoundTrips:
-    """Counts what a client sends to Redis: a pipeline is one send, so one round trip."""
+    """Counts what a client sends to Redis: a pipeline is one send, so one round trip (redis-py's
+    commands, and the transport's, which sends on redis-py's connections by itself)."""
 
     def __init__(self, monkeypatch) -> None:
         import redis.connection
 
+        from lowkiq.transport.resp import Link
+
         self.count = 0
         original = redis.connection.AbstractConnection.send_packed_command
+        original_link = Link.send
 
         def counting(conn, command, check_health=True):
             self.count += 1
             return original(conn, command, check_health)
 
+        def counting_link(link, data):
+            self.count += 1
+            return original_link(link, data)
+
         monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
+        monkeypatch.setattr(Link, "send", counting_link)

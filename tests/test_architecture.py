@@ -13,8 +13,9 @@ import pytest
 import lowkiq
 
 ROOT = Path(__file__).resolve().parent.parent
-# The one module that may: `lowkiq web` serves the web package, so it reads the console's settings from it.
-SERVES_THE_WEB = {"lowkiq/cli/web.py"}
+# The modules that may: `lowkiq web` serves the web package, so it reads the console's settings from it; a
+# Django project serves the console through lowkiq.contrib.django's view, which calls its Flask app.
+SERVES_THE_WEB = {"lowkiq/cli/web.py", "lowkiq/contrib/django/console.py"}
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -32,11 +32,12 @@ def searcher(rt, worker=One) -> Search:
     return Search(rt.client, rt.queue(worker).keys)
 
 
-def scan(rt, area, cursor, *, ids=1000, nbytes=1 << 20, cls="", err="", payload="", wanted=1000,
+def scan(rt, area, cursor, *, ids=1000, work=1 << 20, cls="", err="", payload="", wanted=1000,
          bounds=("id", "", "")):
     keys = rt.queue(One).keys.shards()[0]
-    found, examined, following = lua.run(rt.client, "scan", keys,
-                                         (area, cursor, ids, nbytes, cls, err, payload, *bounds, wanted))
+    weights = (search.compare_weight(err), search.compare_weight(payload))
+    found, examined, following, _ = lua.run(rt.client, "scan", keys,
+                                            (area, cursor, ids, work, cls, err, payload, *bounds, wanted, *weights))
     text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
     return [text(i) for i in found], int(examined), text(following) if following else None
 
@@ -66,10 +67,13 @@ def test_error_class_text_and_payload_each_narrow_the_match(rt):
     assert scan(rt, "morgue", "", err="m.ilbox")[0] == []
 
 
-def test_the_byte_budget_ends_a_step_early(rt):
+def test_the_work_budget_ends_a_step_early(rt):
     make_dead(rt, One, [{"id": f"j{i}", "payload": "x" * 1000} for i in range(10)])
-    found, examined, cursor = scan(rt, "morgue", "", payload="nothing", nbytes=2500)
-    assert (found, examined) == ([], 3) and cursor == "mj2"
+    # A dead job's payloads are one value of about 1,010 bytes, read, decoded and compared: 4 units a byte.
+    found, examined, cursor = scan(rt, "morgue", "", payload="nothing", work=9000)
+    assert (found, examined) == ([], 2) and cursor == "mj1"
+    # A job that would pass the budget is left to the next step, which reads it whatever the budget.
+    assert scan(rt, "morgue", "mj1", payload="nothing", work=10)[1:] == (1, "mj2")
 
 
 def test_queued_jobs_fresh_then_retried_and_the_id_bounds(rt):
@@ -144,3 +148,74 @@ def test_an_action_bound_to_a_count_skips_jobs_whose_content_changed(rt):
     within = Filter("id", content=Content(error_class="TimeoutError"), area="morgue")
     assert rt.actions(One).morgue_requeue(counted, within=within) == 1
     assert {j.id for j in rt.queries(One).morgue("id").rows} == {"b", "c"}
+
+
+def scan_all(rt, payload, *, work, ids=1000):
+    """Every step of a search through the shard: the ids found, and each step's cursor."""
+    found: list[str] = []
+    cursors: list[str] = []
+    cursor = ""
+    while True:
+        hits, _, cursor = scan(rt, "enqueued", cursor, payload=payload, work=work, ids=ids)
+        found += hits
+        if cursor is None:
+            return found, cursors
+        cursors.append(cursor)
+
+
+def test_a_spilled_id_is_read_in_steps_that_go_on_inside_it(rt):
+    # 100 payloads of about 1 KB: about 3 KB of work each (read, then compared at 2 units a byte).
+    payloads = ["x" * 1000 for _ in range(100)]
+    payloads[97] = "x" * 500 + "needle" + "x" * 494
+    One.perform_async([{"id": "deep", "payload": p + str(i), "score": i} for i, p in enumerate(payloads)])
+    One.perform_async([{"id": "split", "payload": "x" * 1000 + "nee", "score": 0},
+                       *({"id": "split", "payload": f"dle{i}", "score": i + 1} for i in range(70))])
+    found, cursors = scan_all(rt, "needle", work=20_000)
+    assert found == ["deep"]  # a needle across two payloads of "split" is no match
+    inside = [c for c in cursors if c.startswith("F")]
+    assert len(inside) >= 10 and inside[0].startswith("F") and inside[0].endswith(",0,deep")
+    positions = [int(c[1:].split(",")[0]) for c in inside if c.endswith(",deep")]
+    assert positions == sorted(positions) and positions[-1] <= 97
+    # A needle in no payload: the whole id is read, in steps, and nothing found.
+    assert scan_all(rt, "nowhere", work=20_000)[0] == []
+
+
+def test_a_payload_too_big_for_a_step_is_compared_a_window_at_a_time(rt):
+    # A window is a step's budget over the compare weight (2), or an eighth of the payload when that is more:
+    # 200,000 bytes (as stored: JSON, in quotes) / 8 = 25,000. Each id's big payload is its last (the highest
+    # score), after 70 small ones: it is the 71st, position 70.
+    def big(at: int) -> str:  # the needle at byte ``at`` of the stored payload
+        return "x" * (at - 1) + "needle" + "x" * (200_000 - 2 - 6 - (at - 1))
+
+    for job_id, at in (("across", 24_997), ("later", 49_990)):
+        One.perform_async([{"id": job_id, "payload": f"p{i}", "score": i} for i in range(70)])
+        One.perform_async([{"id": job_id, "payload": big(at), "score": 100}])
+    found, cursors = scan_all(rt, "needle", work=20_000)
+    assert found == ["across", "later"]
+    # A needle across the first window's end is found by it (windows overlap by the needle's length less one);
+    # one in the second window is found by the step after.
+    assert "F70,25000,later" in cursors and not any(c.startswith("F70,25000,") for c in cursors if "across" in c)
+    assert scan_all(rt, "needle!", work=20_000)[0] == []
+
+
+def test_a_page_stops_at_its_work_budget_inside_an_id(rt):
+    # 2 MB of payloads, 3 units of work a byte: about six steps of search.STEP_WORK.
+    One.perform_async([{"id": "deep", "payload": "x" * 20_000 + str(i), "score": i} for i in range(100)])
+    One.perform_async([{"id": "deep", "payload": "the needle", "score": 1000}, {"id": "z", "payload": "needle"}])
+    s = searcher(rt)
+    page = s.page("enqueued", Content(payload="needle"), limit=10, work_budget=search.STEP_WORK)
+    assert page.ids == [] and page.examined == 0 and page.next is not None and page.next.cursor.startswith("F")
+    seen, after = [], page.next
+    while after is not None:
+        page = s.page("enqueued", Content(payload="needle"), limit=10, after=Continuation.decode(after.encode()),
+                      work_budget=search.STEP_WORK)
+        seen += page.ids
+        after = page.next
+    assert seen == ["deep", "z"] and page.examined == 2
+
+
+def test_a_cursor_inside_an_id_is_checked():
+    assert Continuation.decode("3:0:F12,0,order-7").cursor == "F12,0,order-7"
+    for bad in ("3:0:F12,x,order-7", "3:0:F12,0,", "3:0:G1,0,a"):
+        with pytest.raises(ValueError, match="malformed continuation"):
+            Continuation.decode(bad)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import re
 
 from webui_support import OrdersWorker, make_dead
 
@@ -71,3 +73,25 @@ def test_a_redis_failure_midway_ends_the_file_with_a_line_saying_so(client, runt
     lines = [json.loads(x) for x in client.get(W + "/morgue/export?order_by=id").get_data(as_text=True).splitlines()]
     assert [line.get("id") for line in lines[:2]] == ["j0", "j1"]
     assert lines[-1]["error"].startswith("export stopped: Redis failed (ConnectionError: Connection reset by peer)")
+
+
+def test_an_export_with_a_content_filter_holds_what_the_page_shows(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": f"job-{i:02}", "payload": {"to": f"user{i}@example.com"}} for i in range(12)],
+              error=b"KeyError: 'customer_id'")
+    make_dead(runtime, OrdersWorker, [{"id": "late", "payload": {"to": "late@example.org"}}],
+              error=b"TimeoutError: mailbox did not answer")
+    query = "payload=example.com&order_by=id&min=job-03"
+    exported = client.get(W + "/morgue/export?format=jsonl&" + query)
+    assert exported.status_code == 200
+    rows = [json.loads(line) for line in exported.get_data(as_text=True).splitlines()]
+    assert sorted(r["id"] for r in rows) == [f"job-{i:02}" for i in range(3, 12)]
+    # The page offers that export: its link carries the page's filters.
+    shown = client.get(W + "/morgue?" + query).get_data(as_text=True)
+    links = re.findall(r'href="([^"]*/morgue/export\?[^"]*format=jsonl[^"]*)"', shown)
+    assert len(links) == 1 and "payload=example.com" in links[0]
+    assert client.get(html.unescape(links[0])).get_data() == exported.get_data()
+    # The content filters one by one, as the page and the API take them, in CSV too.
+    reply = client.get(W + "/morgue/export?format=csv&error_class=TimeoutError")
+    assert [row[0] for row in csv.reader(io.StringIO(reply.get_data(as_text=True)))] == ["id", "late"]
+    assert client.get(W + "/morgue/export?format=jsonl&error=nowhere").get_data(as_text=True) == ""
+    assert client.get(W + "/morgue/export?payload=" + "x" * 201).status_code == 400

@@ -227,8 +227,9 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     assert answers["/api/v1/workers/{worker}/job"] == lookup
     # The search answers that lookup in each worker holding the id: here only OrdersWorker.
     searched = answers["/api/v1/search"]
-    assert {k: v for k, v in searched.items() if k != "history"} == {"id": "all3", "found": [
+    assert {k: v for k, v in searched.items() if k not in ("history", "searched")} == {"id": "all3", "found": [
         {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k != "id"}}]}
+    assert searched["searched"] == {"from": 0, "workers": 2, "of": 2, "continue": None}
     # ... and its history in that worker, newest first: the id was enqueued, taken, failed, ...
     (remembered,) = searched["history"]
     assert remembered["worker"] == "OrdersWorker" and remembered["events"][-1]["kind"] == "enqueued"
@@ -354,8 +355,9 @@ def test_retry_now_and_the_search_answer_as_documented(client, spec, seeded, clo
     assert [(e["action"], e["source"], e["ids"], e["count"]) for e in audit["entries"]] == [
         ("enqueued/perform_now", "api", ["a-late"], 0), ("enqueued/perform_now", "api", ["a-late"], 1)]
     search = "/api/v1/search"
-    assert spec.check(call(client, spec, search, id="nowhere"), search) == {"id": "nowhere", "found": [], "history": []}
-    for query in ({"id": ""}, {"id": "x" * 10_001}):
+    assert spec.check(call(client, spec, search, id="nowhere"), search) == {
+        "id": "nowhere", "found": [], "history": [], "searched": {"from": 0, "workers": 2, "of": 2, "continue": None}}
+    for query in ({"id": ""}, {"id": "x" * 10_001}, {"id": "a", "from": "-1"}, {"id": "a", "from": "3"}):
         refused = call(client, spec, search, **query)
         assert refused.status_code == 400
         spec.check(refused, search)

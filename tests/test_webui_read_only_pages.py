@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 NIGHTLY = lowkiq.Schedule("nightly", OrdersWorker, cron="0 3 * * *")
 # Not pages: the JSON API, static files, Prometheus' text and the CSV exports.
-NOT_PAGES = ("/api/", "/lowkiq-static/", "/metrics", "/export")
+NOT_PAGES = ("/api/", "/lowkiq-static/", "/metrics", "/export", "/healthz")
 # Client-side controls (the live refresh's pause, the time zone switch): they change the page, never the data.
 HTMX_WRITES = ("hx-post", "hx-put", "hx-patch", "hx-delete")
 

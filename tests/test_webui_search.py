@@ -81,7 +81,8 @@ def test_the_api_search_finds_a_job_in_processing(client, runtime):
 def test_the_api_search_finds_nothing_with_an_empty_list_and_refuses_a_bad_id(client, runtime):
     OrdersWorker.perform_async([{"id": "present"}])
     nothing = client.get(API + "/search", query_string={"id": XSS})
-    assert nothing.status_code == 200 and nothing.get_json() == {"id": XSS, "found": [], "history": []}
+    assert nothing.status_code == 200 and nothing.get_json() == {
+        "id": XSS, "found": [], "history": [], "searched": {"from": 0, "workers": 2, "of": 2, "continue": None}}
     for query in ({}, {"id": ""}, {"id": "x" * 10_001}):
         refused = client.get(API + "/search", query_string=query)
         assert refused.status_code == 400 and refused.get_json()["error"], query

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, histories, listing
+from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, finding, histories, listing
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..jobs import Job, MorgueJob
@@ -220,20 +220,24 @@ FOUND_KEYS = {"queued": "queued", "busy": "busy", "dead": "morgue"}
 @bp.get("/api/v1/search")
 def api_search() -> Response:
     """An id in every worker, as the header's search finds it: each worker that holds it, with where, as
-    ``jobs/<id>`` answers it. Nothing found is an empty list, not a 404: the search itself went well."""
+    ``jobs/<id>`` answers it. Nothing found is an empty list, not a 404: the search itself went well. Up to
+    finding.SEARCH_WORKERS workers a request: ``searched`` says which, ``from=<its continue>`` goes on."""
     job_id = listing.searched_id(request.args.get("id", ""))
     if not job_id:
         return reply({"error": "the search needs ?id=<job id>"}, 400)
     by_worker: dict[str, dict[str, Any]] = {}
     c = console()
-    for found in c.find(job_id):
+    done = finding.search(c, job_id, start=finding.start_of(request.args.get("from", "")),
+                          history_limit=SEARCH_HISTORY_EVENTS)
+    for found in done.found:
         entry = by_worker.setdefault(found.view.name, {"worker": found.view.name, "queued": None, "busy": None,
                                                       "morgue": None})
         encode = morgue_job_json if found.where == "dead" else job_json
         entry[FOUND_KEYS[found.where]] = encode(found.job, traceback=True)
     # Each worker whose history holds the id, with its newest events: an id performed earlier is found too.
-    remembered = [shown.as_json() for shown in histories.search(c, job_id, limit=SEARCH_HISTORY_EVENTS)]
-    return reply({"id": job_id, "found": list(by_worker.values()), "history": remembered})
+    remembered = [shown.as_json() for shown in done.remembered]
+    return reply({"id": job_id, "found": list(by_worker.values()), "history": remembered,
+                  "searched": done.progress()})
 
 
 # Events per worker a search answers with (the history route gives more).
@@ -342,6 +346,28 @@ def api_retry_now(worker: str) -> Response:
         return reply({"error": f"no queued job {job_id!r} in {view.name}"}, 404)
     # 0 when it was already due, or left the queue since the read above (performed, killed, deleted).
     return reply({"count": actor.run_operation(c, RETRY_NOW, view, [job_id], "api")})
+
+
+@bp.post("/api/v1/workers/<worker>/busy/stop")
+def api_busy_stop(worker: str) -> Response:
+    """Stop a process-isolated perform: ``{"id": ...}``, one id of the batch. 202 once asked (its server kills
+    the child within about a second; the batch fails with PerformStopped), audited; 409 for a thread-isolated
+    worker (or a batch no live server holds), 404 for an id that is not busy: then nothing is recorded."""
+    from ..console import busy
+
+    c = console()
+    view = c.worker(worker)
+    body = _body_with("id", '{"id": "1042"}')
+    if "id" not in body:
+        raise BadInput('stopping a perform needs "id": the id of a busy job')
+    job_id = _job_id(body["id"], '"id"')
+    try:
+        busy.stop(c, view, job_id, who=actor.actor(), source="api")
+    except busy.StopRefused as exc:
+        return reply({"error": str(exc)}, exc.status)
+    return reply({"id": job_id, "stop": "requested",
+                  "note": "the server performing it kills its child process within about a second; the batch "
+                          "fails with PerformStopped, and the retry rules apply"}, 202)
 
 
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one

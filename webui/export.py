@@ -1,4 +1,5 @@
-"""Export of a listing (the morgue or the queue, its filter applied) as JSON Lines or CSV, streamed.
+"""Export of a listing (the morgue or the queue, its filter applied, content filters too) as JSON Lines or
+CSV, streamed.
 
 Ids are read in chunks of EXPORT_CHUNK in the listing's order, their jobs fetched
 EXPORT_FETCH at a time, each cut in Redis to EXPORT_ROW_BYTES of payloads (a row
@@ -112,13 +113,16 @@ def _export(worker: str, area: str) -> Response:
     if area == "morgue":
         args = listing.parse(request.args, MORGUE_ORDERS, default_order="updated_at", default_limit=1)
         ids = q.morgue_ids(args.order_by, min=args.min or None, max=args.max or None, chunk=EXPORT_CHUNK)
-        rows = _rows(ids, q.morgue_jobs, morgue_row)
         columns: Sequence[str] = ("id", "payloads", "updated_at", "error", "clipped")
     else:
         args = listing.parse(request.args, ENQUEUED_ORDERS, default_order="perform_in", default_limit=1)
         ids = q.enqueued_ids(args.order_by, min=args.min or None, max=args.max or None, chunk=EXPORT_CHUNK)
-        rows = _rows(ids, q.jobs, enqueued_row)
         columns = ("id", "payloads", "perform_in", "retry_count", "error", "clipped")
+    if args.content:
+        # What the content-filtered page shows: the search's ids, shard by shard, by id in each (the sort does
+        # not apply), found in short steps.
+        ids = c.matching_ids(view, area, args.content, args.order_by, min=args.min or None, max=args.max or None)
+    rows = _rows(ids, q.morgue_jobs, morgue_row) if area == "morgue" else _rows(ids, q.jobs, enqueued_row)
     # Read the first chunk now: a bad filter or a Redis that does not answer is an error page, not a file.
     first = next(rows, None)
     everything = rows if first is None else _prepend(first, rows)

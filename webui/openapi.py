@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import __version__
 from ..console import AREA_ORDERS, MATCHING_VERBS
+from ..console.finding import SEARCH_HISTORY_ENTRIES, SEARCH_WORKERS
 from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..options import FALSE_WORDS, TRUE_WORDS
@@ -276,8 +277,21 @@ SCHEMAS: Json = {
             "history": {"type": "array", "items": _schema("IdHistory"),
                         "description": "Each worker whose history holds the id (its newest 20 events): an id "
                                        "performed earlier, or deleted, is found here; empty when none does."},
+            "searched": _schema("SearchProgress"),
         },
         "An id in every worker: queued, in processing, dead, and in each worker's history.",
+    ),
+    "SearchProgress": _object(
+        {
+            "from": {**COUNT, "description": "The position of the first worker searched, in `api/v1/dashboard`'s "
+                                             "order."},
+            "workers": {**COUNT, "description": f"Workers this request searched: at most {SEARCH_WORKERS}, fewer "
+                                                f"when their histories took {SEARCH_HISTORY_ENTRIES:,} entries."},
+            "of": {**COUNT, "description": "Workers the console knows."},
+            "continue": {"type": ["integer", "null"], "minimum": 0,
+                         "description": "Pass as `from` for the next workers; null when none is left."},
+        },
+        "Which workers a search looked in: a request searches a bounded number of them.",
     ),
     "IdHistoryEvent": _object(
         {
@@ -460,6 +474,17 @@ SCHEMAS: Json = {
             "state": {**TEXT, "description": "running, or draining while it stops.", "examples": ["running", "draining"]},
             "shards": {"type": "object", "additionalProperties": {"type": "array", "items": COUNT},
                        "description": "By worker name: the shards this process holds the lease of."},
+            "failing_duties": {
+                "type": "array",
+                "items": _object({"duty": {**TEXT, "examples": ["schedule_ticks"]},
+                                  "error": {**TEXT, "description": "What it raised, shortened."},
+                                  "since": UNIX_TIME,
+                                  "failures": {"type": "integer", "minimum": 1, "description": "Runs in a row."}},
+                                 "A periodic duty whose last run failed."),
+                "description": "The server's periodic duties (schedule ticks, replica counts, per-minute totals, id "
+                               "history trims) whose last run raised: each is retried with a back-off while the "
+                               "server keeps serving its shards.",
+            },
         },
         "A live server process (`lowkiq -r`), as its last heartbeat described it.",
     ),
@@ -529,6 +554,19 @@ SCHEMAS: Json = {
         {"id": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}],
                 "description": "The queued job's id, a string or an integer (its decimal text)."}},
         "The one queued job to make due now.",
+    ),
+    "StopRequest": _object(
+        {"id": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}],
+                "description": "The busy job's id, a string or an integer (its decimal text); its whole batch is "
+                               "stopped."}},
+        "The one busy job whose perform to stop.",
+    ),
+    "StopResult": _object(
+        {"id": {**TEXT, "description": "The job asked for."},
+         "stop": {"const": "requested", "description": "Written beside its shard's lease; its server acts on it "
+                                                      "within about a second."},
+         "note": {**TEXT, "description": "What happens next, for people."}},
+        "The stop is asked.",
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
@@ -617,6 +655,14 @@ PARAMETERS: Json = {
         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_SEARCHED_ID},
         "description": f"The exact id (byte by byte, case-sensitive), any text of at most {MAX_SEARCHED_ID:,} "
                        "characters (400 when missing, empty or longer).",
+    },
+    "searchFrom": {
+        "name": "from",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 0, "default": 0},
+        "description": "The position of the first worker to search: a previous answer's `searched.continue` "
+                       "(400 past the workers the console knows).",
     },
     "historyHours": {
         "name": "hours",
@@ -875,6 +921,33 @@ def _retry_now_action() -> Json:
     }
 
 
+def _stop_action() -> Json:
+    responses = _responses("StopResult", "", 400, 404, 413, 415)
+    del responses["200"]
+    responses["202"] = {"description": "Asked: the server performing the job kills its child process (and its "
+                                       "process group) within about a second; the batch fails with PerformStopped.",
+                        "content": _json(_schema("StopResult"))}
+    responses["409"] = {"description": "The worker's performs run in threads (isolation \"thread\"), which cannot "
+                                       "be stopped safely; or no live server holds the job's shard (its batch goes "
+                                       "back to the queue when another server takes it over).",
+                        "content": _json(_schema("Error"))}
+    return {
+        "post": {
+            "operationId": "api_busy_stop",
+            "summary": "Stop a busy job's perform (process isolation)",
+            "description": "For a worker with isolation \"process\": the request is written beside the shard's "
+                           "lease, bound to the batch in processing now; the server performing it kills the "
+                           "batch's child process and everything it started, and fails the batch with "
+                           "PerformStopped (the retry rules apply). An id that is not busy is a 404. Recorded in "
+                           "the audit log as busy/stop; a refused stop records nothing.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "origin"), ref("parameters", "secFetchSite")],
+            "requestBody": {"required": True, "content": _json(_schema("StopRequest")),
+                            "description": "The id of the busy job."},
+            "responses": dict(sorted(responses.items())),
+        }
+    }
+
+
 def _pause_action(verb: str) -> Json:
     summary, description = {
         "pause": ("Pause the worker's queue", "Servers stop taking its jobs within a heartbeat (a second by "
@@ -926,9 +999,11 @@ def paths() -> Json:
                                           parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),
         f"{API}/search": _get("api_search", "Where an id is in every worker: queued, in processing, dead",
                               "SearchResult", "The workers that hold the id; an empty list when none does.", 400,
-                              parameters=[ref("parameters", "searchedId")],
+                              parameters=[ref("parameters", "searchedId"), ref("parameters", "searchFrom")],
                               description="The console's search: each worker is looked up as `jobs/{job_id}` "
-                                          "looks up one (three reads per worker)."),
+                                          f"looks up one (three reads of the id's shard), {SEARCH_WORKERS} workers "
+                                          "at most per request; `searched` says which, and where the next "
+                                          "request goes on."),
         f"{API}/audit": _get("api_audit", "The newest operator actions", "AuditLog", "Newest first.", 400,
                              parameters=[ref("parameters", "auditLimit")]),
         f"{API}/history": _get("api_history", "Jobs processed and failed per minute, and the lag, over the last hours",
@@ -944,6 +1019,7 @@ def paths() -> Json:
     for op in OPERATIONS:
         out[action_path(op)] = _action(op)
     out[f"{worker}/enqueued/retry_now"] = _retry_now_action()
+    out[f"{worker}/busy/stop"] = _stop_action()
     for verb in ("pause", "resume"):
         out[f"{worker}/{verb}"] = _pause_action(verb)
     for area in ("enqueued", "morgue"):

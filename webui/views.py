@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from ..console import AREA_ORDERS, Console, WorkerView, histories, listing
+from ..console import AREA_ORDERS, Console, WorkerView, finding, histories, listing
+from ..console.busy import THREAD_PERFORMS, stoppable
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..store import history
@@ -158,7 +159,41 @@ def busy(worker: str) -> Response:
     leases, jobs = busy_jobs(c, view, c.queries(view).busy())
     return page("lowkiq/busy.html", view=view, jobs=jobs, tab="busy", now=c.clock(), leases=leases,
                 long_perform=long_perform_seconds(), time_limit=view.info.time_limit,
-                over_limit=sum(b.over_time_limit for b in jobs))
+                over_limit=sum(b.over_time_limit for b in jobs), stoppable=stoppable(view),
+                thread_performs=THREAD_PERFORMS)
+
+
+# What the busy page says when a stop cannot be asked (StopRefused.reason); the API answers the whole message.
+STOP_REFUSALS = {
+    "thread": f"Nothing done: {THREAD_PERFORMS}.",
+    "not_busy": "Job {job} is not busy any more: nothing to stop.",
+    "no_server": "Nothing done: no live server holds the shard of job {job}; its batch goes back to the queue when "
+                 "another server takes the shard over.",
+}
+
+
+@bp.post("/workers/<worker>/busy/stop")
+def busy_stop(worker: str) -> BaseResponse:
+    """The busy list's Stop button (process isolation): its server kills the perform's child, the batch fails
+    with PerformStopped. Audited; refused for a thread-isolated worker and for an id that is not busy."""
+    from ..console.busy import StopRefused, stop
+
+    c = console()
+    view = c.worker(worker)
+    back = back_to(view)
+    try:
+        job_id = formatting.form_id_decode(request.form.get("id", ""))
+    except ValueError as exc:
+        raise BadInput(f"id: {exc}") from None
+    if not job_id:
+        raise BadInput("stopping a perform needs the id of one busy job")
+    shown = formatting.clip(job_id, FLASH_FILTER_CHARS)
+    try:
+        stop(c, view, job_id, who=actor.actor(), source="console")
+    except StopRefused as exc:
+        return flash_back(back, STOP_REFUSALS[exc.reason].format(job=shown))
+    return flash_back(back, f"Stopping job {shown}: its server kills the perform's child process within about a "
+                            "second, and the batch fails with PerformStopped (the retry rules apply).")
 
 
 @bp.get("/workers/<worker>/_counts")
@@ -196,17 +231,20 @@ def job_by_query(worker: str) -> Response:
 
 @bp.get("/search")
 def search() -> BaseResponse:
-    """An id in every worker, from the header's search box: queued, busy or dead, with a link to each."""
+    """An id in every worker, from the header's search box: queued, busy or dead, with a link to each; up to
+    finding.SEARCH_WORKERS workers a request, and a link that searches the next ones."""
     job_id = listing.searched_id(request.args.get("id", ""))
     c = console()
-    found = c.find(job_id) if job_id else []
+    if not job_id:
+        return page("lowkiq/search.html", job_id="", found=[], remembered=[], searched=None, now=c.clock())
     # Not queued, busy or dead: its history may still hold it (performed earlier, deleted)
-    remembered = histories.search(c, job_id, limit=1) if job_id and not found else []
-    workers = {f.view.name for f in found} | {shown.view.name for shown in remembered}
-    if len(workers) == 1:  # straight to the job page, which shows every state of the id and its history
+    done = finding.search(c, job_id, start=finding.start_of(request.args.get("from", "")), history_limit=1,
+                          history_when_found=False)
+    workers = {f.view.name for f in done.found} | {shown.view.name for shown in done.remembered}
+    if done.whole and len(workers) == 1:  # straight to the job page: every state of the id and its history
         return redirect(url_for(".job_by_query", worker=workers.pop(), id=job_id), code=303)
-    return page("lowkiq/search.html", job_id=job_id, found=found, remembered=remembered, searched=bool(job_id),
-                now=c.clock(), status=200 if found or remembered or not job_id else 404)
+    return page("lowkiq/search.html", job_id=job_id, found=done.found, remembered=done.remembered, searched=done,
+                now=c.clock(), status=200 if workers or done.following is not None else 404)
 
 
 @bp.get("/workers/<worker>/jobs/<path:job_id>")

@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any, NoReturn
 
@@ -40,8 +40,8 @@ EXIT_USAGE = 2
 COMMANDS = {
     "stats": "every worker's numbers and the live servers",
     "servers": "live server processes and the shards each holds",
-    "jobs": "find a job by id (jobs find ID), its history (jobs history ID), or list a worker's queued, busy or "
-            "dead jobs (jobs list WORKER)",
+    "jobs": "find a job by id (jobs find ID), its history (jobs history ID), list a worker's queued, busy or "
+            "dead jobs (jobs list WORKER), or stop a process-isolated perform (jobs stop WORKER ID)",
     "morgue": "requeue or delete dead jobs: by id, by filter or all, with a dry run first",
     "pause": "stop servers taking a worker's jobs (enqueueing goes on)",
     "resume": "let servers take a paused worker's jobs again",
@@ -84,6 +84,16 @@ def parser(log_format_chosen: str = "text") -> argparse.ArgumentParser:
                           "configure(), which wins over the environment."),
     )
     p.add_argument("-r", "--require", metavar="APP.py", help="the Python file that calls lowkiq.configure(workers=[...])")
+    add_server_options(p)
+    p.add_argument("--stop-embedded", action="store_true", help="stop the embedded Redis of ./.lowkiq and exit")
+    p.add_argument("-V", "--version", action="version", version=f"lowkiq {__version__}")
+    p.log_format = log_format_chosen
+    return p
+
+
+def add_server_options(p: argparse.ArgumentParser) -> None:
+    """The server's options but ``-r``: also those of a framework's command that runs the same server for an
+    app it configured itself (Django's ``manage.py lowkiq``)."""
     for option in OPTIONS:
         if option.flag is None:
             continue
@@ -97,10 +107,6 @@ def parser(log_format_chosen: str = "text") -> argparse.ArgumentParser:
                         "fields [LOWKIQ_LOG_FORMAT]")
     p.add_argument("--change-layout", metavar="WORKER", help="record WORKER's shards_count as its queue's layout "
                    "and exit; refused while a server serves the queue or it holds jobs")
-    p.add_argument("--stop-embedded", action="store_true", help="stop the embedded Redis of ./.lowkiq and exit")
-    p.add_argument("-V", "--version", action="version", version=f"lowkiq {__version__}")
-    p.log_format = log_format_chosen
-    return p
 
 
 def commands_help() -> str:
@@ -196,32 +202,51 @@ def main(argv: Sequence[str] | None = None) -> int:
     if mistyped:
         return refuse(chosen_log_format(argv), mistyped, error_class="ArgumentError")
     args = parser(chosen_log_format(argv)).parse_args(argv)
+    return serve(args, argv)
+
+
+def serve(args: argparse.Namespace, argv: Sequence[str], configured: Callable[[], Runtime] | None = None,
+          app_name: str | None = None) -> int:
+    """Run what the parsed server options ask for, and return the exit status.
+
+    The app is the ``-r`` file's, or, given ``configured``, the runtime it returns: a framework that
+    configured lowkiq at its own start-up (Django's ``manage.py lowkiq``) runs the very same server,
+    named ``app_name`` in its errors.
+    """
     if args.log_format not in log_format.FORMATS:  # argparse checks the choices of given values only
         return refuse("text", f"LOWKIQ_LOG_FORMAT must be one of {', '.join(log_format.FORMATS)}, "
                       f"got {args.log_format!r}")
     logs = log_format.AppLogging(args.log_level, args.log_format)
     form = args.log_format
+    app_name = app_name or getattr(args, "require", None)
     try:
-        if args.stop_embedded:
+        if getattr(args, "stop_embedded", False):
             stopped = connection.stop_embedded()
             print("stopped the embedded Redis of ./.lowkiq" if stopped else "no embedded Redis runs in ./.lowkiq")
             return 0
-        if not args.require:
+        if configured is None and not args.require:
             raise CliError("nothing to run: give the app file with -r ./path_to_app.py (see --help)")
         try:
-            runtime = load(args.require, overrides(args))
+            if configured is None:
+                runtime = load(args.require, overrides(args))
+            else:
+                runtime = with_options(configured(), overrides(args))
         finally:
             logs.loaded()
         check_redis(runtime)
         if args.change_layout:
             return change_layout(runtime, args.change_layout)
         if runtime.settings.processes > 1:
-            return supervise(runtime, argv)
+            if configured is not None:
+                raise CliError(f"--processes starts lowkiq -r APP.py children, and this server's app comes from "
+                               f"{app_name}: start one server per core instead (each with --cpus N); they share "
+                               "the shards through leases")
+            return supervise(runtime, list(argv))
         return Server(runtime).run()
     except CliError as exc:
         return refuse(form, str(exc), error_class=_error_class(exc))
     except NoWorkers as exc:
-        return refuse(form, f"{args.require}: {exc}", error_class=_error_class(exc))
+        return refuse(form, f"{app_name}: {exc}", error_class=_error_class(exc))
     except (LayoutMismatch, layout.LayoutChangeRefused, MetricsPortError, PinningError) as exc:
         return refuse(form, str(exc), error_class=_error_class(exc))
     except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -266,6 +291,11 @@ def load(path: str, options: dict[str, Any]) -> Runtime:
         configured = app_file.load(path)
     except app_file.AppFileError as exc:
         raise CliError(str(exc)) from exc
+    return with_options(configured, options)
+
+
+def with_options(configured: Runtime, options: dict[str, Any]) -> Runtime:
+    """The command line's options over what the app configured."""
     if not options:
         return configured
     try:

@@ -98,6 +98,12 @@ def parser() -> argparse.ArgumentParser:
     history.add_argument("id")
     history.add_argument("--worker", default="", help="only this worker's history of the id")
     history.add_argument("--limit", type=int, default=50, help="events per worker at most, newest (default 50)")
+    stop = jobs_sub.add_parser("stop", parents=[common],
+                               help="stop a busy job's perform (isolation = \"process\"): its child process is "
+                                    "killed and the batch fails with PerformStopped (the retry rules apply)")
+    stop.add_argument("worker")
+    stop.add_argument("id")
+    stop.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     listing = jobs_sub.add_parser("list", parents=[common], help="a worker's queued, busy or dead jobs")
     listing.add_argument("worker")
     which = listing.add_mutually_exclusive_group(required=True)
@@ -227,6 +233,8 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
             return find(c, args.id)
         if args.command == "jobs" and args.jobs_command == "history":
             return id_history(c, args.id, args.worker, _limit(args.limit))
+        if args.command == "jobs" and args.jobs_command == "stop":
+            return stop_perform(c, args)
         if args.command == "jobs":
             return list_jobs(c, args)
         if args.command in ("pause", "resume"):
@@ -498,6 +506,27 @@ def _filter_json(shown: Any) -> dict[str, Any]:
 
 def _scope_text(shown: Any) -> str:
     return f"{shown.order_by} from {shown.min or 'the first'} to {shown.max or 'the last'}"
+
+
+def stop_perform(c: Console, args: argparse.Namespace) -> Shown:
+    """Ask the server performing a busy job to stop it, as the console's Stop button does, audited."""
+    from ..console import busy
+
+    view = c.worker(args.worker)
+    if busy.stoppable(view):
+        _ask(args, f"stop the perform of job {args.id!r} of {view.name} (its whole batch fails with PerformStopped)",
+             1)
+    try:
+        busy.stop(c, view, args.id, who=_user(), source="cli")
+    except busy.StopRefused as exc:
+        if exc.reason == "not_busy":
+            return Shown({"worker": view.name, "id": args.id, "stop": "not_busy"}, lambda style: "", EXIT_NOT_FOUND,
+                         str(exc))
+        raise OpsError(str(exc)) from None
+    data = {"worker": view.name, "id": args.id, "stop": "requested"}
+    return Shown(data, lambda style: f"stopping job {human.cell(args.id)} of {view.name}: its server kills the "
+                                     "perform's child process within about a second, and the batch fails with "
+                                     "PerformStopped (the retry rules apply)")
 
 
 def pause_or_resume(c: Console, verb: str, worker: str) -> Shown:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -197,8 +197,8 @@ class Console:
         _matching_method(area, verb)
         scope = _scope(view, area, verb, order_by, min, max, content)
         if content:
-            found = Search(self.client, view.keys).ids(area, content, bounds=_bounds(order_by, min, max))
-            return Confirmations(self.client).create(scope, found)
+            return Confirmations(self.client).create(scope, self.matching_ids(view, area, content, order_by,
+                                                                              min=min, max=max))
         q = self.queries(view)
         ids_of = q.morgue_ids if area == "morgue" else q.enqueued_ids
         chunks = ids_of(order_by, min=min, max=max, chunk=MATCHING_CHUNK)
@@ -229,6 +229,12 @@ class Console:
 
         touched = self._audited(view, run, who=who, source=source, action=action, scope=scope)
         return Counted(counted, touched)
+
+    def matching_ids(self, view: WorkerView, area: str, content: Content, order_by: str = "id", *, min: Any = None,
+                     max: Any = None) -> Iterator[list[str]]:
+        """Every id of ``area`` whose content matches (and within min..max of order_by), a search step's worth at a
+        time: shard by shard, by id in each, as a content-filtered listing shows them."""
+        return Search(self.client, view.keys).ids(area, content, bounds=_bounds(order_by, min, max))
 
     def search(self, view: WorkerView, area: str, content: Content, *, limit: int, after: Continuation | None = None,
                order_by: str = "id", min: Any = None, max: Any = None) -> tuple[list[Any], content_search.Found]:
@@ -278,10 +284,11 @@ class Console:
         record(count, "")
         return count
 
-    def find(self, job_id: str) -> list[Found]:
-        """Where an id is, in every worker: queued, busy (in processing) and dead, each a record."""
+    def find(self, job_id: str, views: list[WorkerView] | None = None) -> list[Found]:
+        """Where an id is, in every worker (or in ``views``): queued, busy (in processing) and dead, each a
+        record. Three reads of one shard per worker (see finding.py for a search bounded per request)."""
         found = []
-        for view in self.workers():
+        for view in self.workers() if views is None else views:
             q = self.queries(view)
             for where, job in (("queued", q.job(job_id)), ("busy", q.busy_job(job_id)),
                                ("dead", q.morgue_job(job_id))):

@@ -7,7 +7,8 @@ a console host with a skewed clock flags nothing wrongly.
 
 A thread-isolated perform cannot be stopped from outside: past its limit it keeps its shard, and
 these flags are how an operator learns of it. A process-isolated one is killed at ``time_limit +
-time_limit_grace``; until then it is flagged too.
+time_limit_grace``; until then it is flagged too, and an operator may stop it (``stop``): its server
+kills its child within a second and the batch fails with ``PerformStopped``.
 """
 
 from __future__ import annotations
@@ -16,13 +17,51 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import LowkiqError
 from ..jobs import Job
-from ..store import codec, membership, ownership
+from ..store import audit, codec, membership, ownership, stops
 from ..store.ownership import ShardLease
 
 if TYPE_CHECKING:
     from ..store.metrics import QueueMetrics
     from . import Console, WorkerView
+
+
+# The audit log's name for a stopped perform.
+STOP_ACTION = "busy/stop"
+THREAD_PERFORMS = ("thread performs cannot be stopped safely: Python cannot end a thread from outside, and "
+                   "letting another perform of the id start would run it twice at once; only a worker with "
+                   "isolation = \"process\" can be stopped")
+
+
+class StopRefused(LowkiqError):
+    """A stop that cannot be asked. ``reason``: "thread" (a thread-isolated worker) or "no_server" (in
+    processing, but no live server holds its shard), both ``status`` 409; "not_busy", 404."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status = 404 if reason == "not_busy" else 409
+
+
+def stoppable(view: WorkerView) -> bool:
+    return view.info.isolation == "process"
+
+
+def stop(c: Console, view: WorkerView, job_id: str, *, who: str, source: str) -> None:
+    """Ask the server performing ``job_id`` to stop its perform (process isolation), audited: its child is
+    killed within about a second and the batch fails with ``PerformStopped`` (retry rules apply).
+    StopRefused when it cannot be asked; then nothing is written or recorded."""
+    if not stoppable(view):
+        raise StopRefused("thread", f"{view.name}'s {THREAD_PERFORMS}")
+    keys = view.keys.shard(codec.shard_of(job_id, view.keys.shards_count))
+    answer = stops.request(c.client, keys, job_id, f"{who} ({source})")
+    if answer == stops.NOT_BUSY:
+        raise StopRefused("not_busy", f"no busy job {job_id!r} in {view.name}: nothing to stop")
+    if answer == stops.NO_SERVER:
+        raise StopRefused("no_server", f"job {job_id!r} of {view.name} is in processing, but no live server holds its "
+                               "shard: its batch goes back to the queue when another server takes the shard over")
+    audit.record(c.client, who=who, source=source, action=STOP_ACTION, worker=view.name, count=1, ids=[job_id])
 
 
 @dataclass(frozen=True)

@@ -54,13 +54,26 @@ def of(console: Console, view: WorkerView, job_id: str, *, limit: int = LIMIT) -
 
 def search(console: Console, job_id: str, *, limit: int = LIMIT, views: list[WorkerView] | None = None) -> list[Shown]:
     """The workers whose history holds ``job_id``, each with its events (a bounded walk per worker)."""
+    return search_within(console, job_id, console.workers() if views is None else views, limit=limit)[0]
+
+
+def search_within(console: Console, job_id: str, views: list[WorkerView], *, limit: int = LIMIT,
+                  entries: int | None = None) -> tuple[list[Shown], int]:
+    """``search`` through ``views`` in their order, walking ``entries`` history entries at most in all (None:
+    no bound but each worker's): the workers whose history holds the id, and how many of ``views`` were walked.
+    A worker is walked only while a whole walk (SEARCH_EXAMINED) fits in what is left."""
     names = servers(console)
-    found = []
-    for view in console.workers() if views is None else views:
+    found: list[Shown] = []
+    left = entries
+    for walked, view in enumerate(views):
+        if left is not None and left < SEARCH_EXAMINED:
+            return found, walked
         history = _histories(console, view).of(job_id, limit=limit, max_examined=SEARCH_EXAMINED)
+        if left is not None:
+            left -= history.examined
         if history.events:
             found.append(Shown(view, history, names))
-    return found
+    return found, len(views)
 
 
 def _histories(console: Console, view: WorkerView) -> IdHistories:

@@ -1,13 +1,13 @@
 """A child process performing one process-isolated worker's batches (``Worker.isolation = "process"``).
 
-Started by its server thread's ``ChildSlot`` as ``python -m lowkiq.server.child APP WORKER PARENT_PID
-REQUESTS_FD REPLIES_FD``: it loads the app file (so the app's middlewares, serializers and
-``format_error`` are the ones its server uses), answers ``("ready",)``, then performs each batch it
-is sent, through the server middlewares, with ``lowkiq.context()`` set and the worker's soft time
-limit armed, and answers with the outcome and its resident memory. It exits at EOF on its requests
-(the server stops or recycles it) and never outlives its server: the kernel kills it when the
-server dies (``PR_SET_PDEATHSIG``), and a watcher thread exits when the parent pid changes (other
-systems, or a parent that died before the first).
+Started by its server's ``spares`` (and then handed to a server thread's ``ChildSlot``) as ``python -m
+lowkiq.server.child APP WORKER PARENT_PID REQUESTS_FD REPLIES_FD``: it loads the app file (so the app's
+middlewares, serializers and ``format_error`` are the ones its server uses), answers ``("ready",)``,
+then performs each batch it is sent, through the server middlewares, with ``lowkiq.context()`` set and
+the worker's soft time limit armed, and answers with the outcome and its resident memory. It exits at
+EOF on its requests (the server stops or recycles it) and never outlives its server: the kernel kills it
+when the server dies (``PR_SET_PDEATHSIG``), and a watcher thread exits when the parent pid changes
+(other systems, or a parent that died before the first).
 
 Its server kills it at ``time_limit + time_limit_grace``, but a paused server (SIGSTOP, a frozen VM)
 kills nothing: so the child also ends itself then, by a SIGALRM left to its default action, which the
@@ -15,12 +15,19 @@ kernel carries out whatever the perform does (blocked in C code, holding the GIL
 snapshot has passed its deadline when it arrives (its server was paused between its lease check and
 the hand-off) is not performed: the child answers ``("expired",)``.
 
-Stop signals are ignored: a terminal's Ctrl-C or a SIGTERM to the process group is for the server,
-which lets the child finish its batch, then closes its requests.
+Signals: the child runs in a session of its own (its server spawns it so), so a terminal's Ctrl-C never
+reaches it, and its server kills its whole process group when it must. A SIGINT or SIGTERM sent to it
+anyway (``systemd`` stopping a unit signals every process of it) is for the server, which lets the child
+finish its batch, then closes its requests: the child catches both with a handler that does nothing.
+A handler, not SIG_IGN: an ignored signal stays ignored across ``exec``, so every subprocess a perform
+ran would ignore SIGINT and SIGTERM too; a handler is reset to the default by ``exec``, and a fork of the
+child (``os.fork``, multiprocessing) gets the defaults back at once (``os.register_at_fork``), with the
+child's pipes closed there, which are no business of a perform's subprocess.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -35,7 +42,8 @@ from typing import Any
 from .. import app_file, job_context, stored_error
 from ..errors import PartialFailure
 from ..middleware import run_chain
-from .isolation import HEADER, WATCHDOG, _read
+from .child_process import HEADER
+from .isolation import WATCHDOG
 
 PR_SET_PDEATHSIG = 1
 
@@ -82,6 +90,39 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="lowkiq-parent-watch", daemon=True).start()
 
 
+def _protect(requests: int, replies: int) -> None:
+    """Stop signals do nothing to the child itself; its perform's subprocesses get the default handling."""
+    for fd in (requests, replies):
+        os.set_inheritable(fd, False)  # an exec'd subprocess never holds them
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _ignored)
+        signal.siginterrupt(sig, False)  # a system call it interrupts resumes (SA_RESTART)
+
+    def in_a_fork() -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # what a fresh interpreter has
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for fd in (requests, replies):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    os.register_at_fork(after_in_child=in_a_fork)
+
+
+def _ignored(signum: int, frame: object) -> None:
+    """SIGINT and SIGTERM to a child: its server decides when it ends."""
+
+
+def _read(fd: int, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
 def _arm_hard_limit(seconds: float) -> None:
     """End this process ``seconds`` from now unless disarmed first: its own hard time limit.
 
@@ -109,8 +150,7 @@ def _rss_mib() -> float:
 def main(argv: list[str]) -> int:
     app, worker_name, parent, requests, replies = argv[0], argv[1], int(argv[2]), int(argv[3]), int(argv[4])
     _die_with_parent(parent)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
+    _protect(requests, replies)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format=f"%(asctime)s child {os.getpid()} %(levelname)s %(message)s")
 

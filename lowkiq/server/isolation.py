@@ -8,31 +8,27 @@ from outside, and letting another perform of the same id start would be an overl
 instead (log, metrics event ``time_limit_ignored``).
 
 Process isolation: each server thread that performs a process-isolated worker owns one child
-process per such worker (``ChildSlot``), spawned once (a fresh interpreter running
-``lowkiq.server.child``: never a fork of this process, whose threads hold locks and Redis
-connections) and reused for batch after batch; batches and outcomes cross two pipes as pickles.
-At ``time_limit + time_limit_grace`` the child is killed with SIGKILL and reaped (``waitpid``
-returned: no thread of it runs any more) before the caller records the failure in Redis, so the
-same id can never run twice at once. The child also ends itself then (SIGALRM, see ``child``): a
-paused server kills nothing, and its lease may pass to another server meanwhile; a child that ended
-so is a time limit too. A child is replaced lazily, at its slot's next batch, started by ``start``
-before the lease check that precedes the hand-off (starting an interpreter takes a while).
+process per such worker (``ChildSlot``; a fresh interpreter running ``lowkiq.server.child``: never a
+fork of this process, whose threads hold locks and Redis connections), reused for batch after batch;
+batches and outcomes cross two pipes as pickles. At ``time_limit + time_limit_grace``, or when an
+operator stops the perform, the child's process group is killed with SIGKILL and the child reaped
+(``waitpid`` returned: no thread of it runs any more) before the caller records the failure in Redis,
+so the same id can never run twice at once (``child_process``). The child also ends itself then
+(SIGALRM, see ``child``): a paused server kills nothing, and its lease may pass to another server
+meanwhile; a child that ended so is a time limit too. A child is replaced at its slot's next batch, by
+``start`` before the lease check that precedes the hand-off, with a spare warmed beforehand
+(``spares``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import heapq
 import itertools
 import logging
 import math
 import os
-import pickle
-import selectors
 import signal
-import struct
-import subprocess
 import sys
 import threading
 import time
@@ -40,12 +36,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LowkiqError, TimeLimitExceeded, WorkerCrashed
+from ..errors import LowkiqError, PerformStopped, TimeLimitExceeded, WorkerCrashed
+from . import spares
+from .child_process import Child, ChildDied, how
 
 log = logging.getLogger("lowkiq.server")
 
 _SET_ASYNC_EXC = ctypes.pythonapi.PyThreadState_SetAsyncExc
-HEADER = struct.Struct(">I")
 IGNORED_AFTER = 1.0  # seconds after TimeLimitExceeded was raised at which a perform still running is flagged
 
 
@@ -149,9 +146,10 @@ class Outcome:
     ``kind``: "ok"; "error" (perform raised an Exception: ``message``, ``traceback``); "partial"
     (PartialFailure: ``failures`` {id: (message, traceback)}); "stop" (a BaseException such as
     SystemExit: the batch fails and the server stops); "timeout" (killed past time_limit + grace,
-    or ended itself then); "crashed" (the child died: ``message`` says how); "abandoned" (the exiting
-    server killed the child: nothing is written, the batch goes back to the queue with the shard);
-    "expired" (the child did not perform the batch: its lease's deadline had passed when it came).
+    or ended itself then); "crashed" (the child died: ``message`` says how); "stopped" (an operator
+    stopped the perform: its child was killed); "abandoned" (the exiting server killed the child:
+    nothing is written, the batch goes back to the queue with the shard); "expired" (the child did
+    not perform the batch: its lease's deadline had passed when it came).
     """
 
     kind: str
@@ -166,6 +164,8 @@ class Outcome:
             return TimeLimitExceeded(self.message)
         if self.kind == "crashed":
             return WorkerCrashed(self.message)
+        if self.kind == "stopped":
+            return PerformStopped(self.message)
         return ChildError(self.error_class, self.message)
 
 
@@ -176,6 +176,15 @@ class ChildError(LowkiqError):
     def __init__(self, error_class: str, message: str) -> None:
         super().__init__(message)
         self.error_class = error_class
+
+
+class StopRequested(LowkiqError):
+    """Raised by a perform's stop check (``ChildSlot.perform``'s ``stop_requested``) to stop it: ``args[0]``
+    says who asked. Caught where the child is waited on; never reaches a perform or a user."""
+
+
+# How often a thread waiting on a child asks whether an operator asked to stop its perform.
+STOP_POLL = 0.5
 
 
 def app_path(worker: type[Any]) -> str:
@@ -194,88 +203,12 @@ def app_path(worker: type[Any]) -> str:
     return os.path.abspath(file)
 
 
-class Child:
-    """One live child process and its two pipes."""
-
-    def __init__(self, worker: type[Any], app: str) -> None:
-        to_child_r, self.to_child = os.pipe()
-        self.from_child, from_child_w = os.pipe()
-        argv = [sys.executable, "-m", "lowkiq.server.child", app, worker.__name__, str(os.getpid()),
-                str(to_child_r), str(from_child_w)]
-        try:
-            self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, pass_fds=(to_child_r, from_child_w),
-                                            close_fds=True)
-        finally:
-            os.close(to_child_r)
-            os.close(from_child_w)
-        self.pid = self.process.pid
-        self.batches = 0
-
-    def send(self, message: Any) -> None:
-        body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        os.write(self.to_child, HEADER.pack(len(body)))
-        view = memoryview(body)
-        while view:
-            view = view[os.write(self.to_child, view):]
-
-    def receive(self, timeout: float | None) -> Any:
-        """The child's next message; TimeoutError when none came in time; EOFError when the child closed
-        its end (it died)."""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.from_child, selectors.EVENT_READ)
-            if not selector.select(timeout):
-                raise TimeoutError
-        size = HEADER.unpack(_read(self.from_child, HEADER.size))[0]
-        return pickle.loads(_read(self.from_child, size))
-
-    def kill_for_exit(self) -> int:
-        """SIGKILL and reap, from the stopping server's main thread. The pipes stay open: the thread that
-        owns this child is reading them, and closes them itself once it sees the child's end."""
-        with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(signal.SIGKILL)
-        return self.process.wait()  # Popen serializes waits: the owner's own wait returns the same code
-
-    def kill(self) -> int:
-        """SIGKILL, then reap: when this returns, the process and every thread of it are gone."""
-        with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(signal.SIGKILL)
-        code = self.process.wait()
-        self._close_pipes()
-        return code
-
-    def stop(self, timeout: float) -> None:
-        """Ask the child to exit after its current batch; killed if it does not within ``timeout``."""
-        with contextlib.suppress(OSError):
-            os.close(self.to_child)  # EOF on its requests: it exits
-            self.to_child = -1
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return
-        self._close_pipes()
-
-    def _close_pipes(self) -> None:
-        for fd in (self.to_child, self.from_child):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.to_child = self.from_child = -1
-
-
-def _read(fd: int, size: int) -> bytes:
-    chunks = []
-    while size:
-        chunk = os.read(fd, size)
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
 class ChildSlot:
-    """The child process one server thread performs one process-isolated worker's batches in."""
+    """The child process one server thread performs one process-isolated worker's batches in.
+
+    A child comes from the process's spares (``spares``): warmed beforehand, so that after a kill, a
+    crash or a recycle the next batch does not wait for a new interpreter.
+    """
 
     def __init__(self, worker: type[Any], *, spawn_timeout: float = 60.0) -> None:
         self.worker = worker
@@ -286,16 +219,17 @@ class ChildSlot:
         self._not_started: Outcome | None = None  # why ``start`` found no child, for the batch it was for
 
     def start(self) -> None:
-        """Have a child ready for the next batch. A failure to start one is that batch's outcome: ``perform``
-        does not try again, which would start an interpreter after the lease check."""
+        """Have a child ready for the next batch. A failure to get one is that batch's outcome: ``perform``
+        does not try again, which would wait for an interpreter after the lease check."""
         self._not_started = None  # a batch that never came (its lease was refused): this one tries afresh
-        if self.child is None:
-            ready = self._ready()
-            if isinstance(ready, Outcome):
-                self._not_started = ready
+        ready = self._ready()
+        if isinstance(ready, Outcome):
+            self._not_started = ready
 
-    def perform(self, batch: Mapping[str, list[Any]], context: dict[str, Any]) -> Outcome:
-        """Run one batch in the child (started first if need be) and wait for its outcome."""
+    def perform(self, batch: Mapping[str, list[Any]], context: dict[str, Any],
+                stop_requested: Callable[[], None] | None = None) -> Outcome:
+        """Run one batch in the child (taken first if need be) and wait for its outcome. While it runs,
+        ``stop_requested`` is called every ``STOP_POLL`` seconds: a StopRequested it raises kills the child."""
         w = self.worker
         not_started, self._not_started = self._not_started, None
         child = not_started or self._ready()
@@ -305,19 +239,27 @@ class ChildSlot:
         limit: float | None = w.time_limit
         try:
             child.send(("perform", dict(batch), context))
-            reply = child.receive(None if limit is None else limit + w.time_limit_grace)
+            reply = child.receive(None if limit is None else limit + w.time_limit_grace,
+                                  tick=STOP_POLL, on_tick=stop_requested)
         except TimeoutError:
             code = child.kill()
             self.child = None
             return self._timed_out(child, code)
-        except (EOFError, OSError):
-            code = child.kill()  # dead already: reap it
+        except StopRequested as exc:
+            code = child.kill()
+            self.child = None
+            log.warning("%s: child process %d killed (%s): its perform was stopped by %s; the next batch takes "
+                        "a spare child", self.name, child.pid, how(code), exc.args[0] if exc.args else "an operator")
+            return Outcome("stopped", f"the perform was stopped by {exc.args[0] if exc.args else 'an operator'}: "
+                                      f"its child process was killed")
+        except (ChildDied, OSError):
+            code = child.kill()  # dead already: its group killed, then it is reaped
             self.child = None
             if _exiting.is_set():
                 return _abandoned(child.pid)
             if limit is not None and code == -signal.SIGALRM:
                 return self._timed_out(child, code)
-            return Outcome("crashed", f"the child process performing the batch died ({_how(code)})")
+            return Outcome("crashed", f"the child process performing the batch died ({how(code)})")
         kind, rss_mib = reply[0], reply[-1]
         if kind == "expired":
             return Outcome(kind, "the lease's deadline had passed when the batch reached the child process")
@@ -335,11 +277,11 @@ class ChildSlot:
         w = self.worker
         if code == -signal.SIGALRM:
             # Its own deadline came first: this server did not kill it at the limit (it was paused, or late).
-            log.error("%s: child %d ended itself %.1f s past its time_limit of %s s; a new child takes the next "
-                      "batch", self.name, child.pid, w.time_limit_grace, w.time_limit)
+            log.error("%s: child %d ended itself %.1f s past its time_limit of %s s; a spare child takes the "
+                      "next batch", self.name, child.pid, w.time_limit_grace, w.time_limit)
         else:
-            log.error("%s: child %d killed (%s) %.1f s past its time_limit of %s s; a new child takes the next "
-                      "batch", self.name, child.pid, _how(code), w.time_limit_grace, w.time_limit)
+            log.error("%s: child %d killed (%s) %.1f s past its time_limit of %s s; a spare child takes the next "
+                      "batch", self.name, child.pid, how(code), w.time_limit_grace, w.time_limit)
         return Outcome("timeout", f"the perform ran past its time_limit of {w.time_limit} s and its "
                                   f"time_limit_grace of {w.time_limit_grace} s: its child process was killed")
 
@@ -347,27 +289,26 @@ class ChildSlot:
         if _exiting.is_set():
             return _abandoned(None)
         if self.child is not None:
-            return self.child
+            if not self.child.exited():
+                return self.child
+            # It died between batches (an OOM kill): no batch was in it. Its group goes, a spare takes over.
+            code = self.child.kill()
+            log.warning("%s: child process %d ended between batches (%s); a spare child takes the next batch",
+                        self.name, self.child.pid, how(code))
+            self.child = None
         try:
-            child = Child(self.worker, app_path(self.worker))
-        except (OSError, WorkerCrashed) as exc:
+            got = spares.take(self.worker, app_path(self.worker), self.spawn_timeout)
+        except WorkerCrashed as exc:
             return Outcome("crashed", f"could not start a child process: {exc}")
-        try:
-            hello = child.receive(self.spawn_timeout)
-        except (TimeoutError, EOFError, OSError):
-            code = child.kill()
-            return Outcome("crashed", f"the child process did not start ({_how(code)})")
-        if hello[0] != "ready":
-            child.kill()
-            return Outcome("crashed", f"the child process could not load the app: {hello[1]}")
-        log.info("%s: child process %d started", self.name, child.pid)
-        self.child = child
+        if isinstance(got, str):
+            return Outcome("crashed", got)
+        self.child = got
         # After publishing it: kill_all_children either sees this child or was called before this check.
         if _exiting.is_set():
             self.child = None
-            child.kill()
-            return _abandoned(child.pid)
-        return child
+            got.kill()
+            return _abandoned(got.pid)
+        return got
 
     def _recycle(self, child: Child, rss_mib: float) -> None:
         w = self.worker
@@ -377,9 +318,9 @@ class ChildSlot:
         elif w.max_memory_per_child is not None and rss_mib > w.max_memory_per_child:
             reason = f"{rss_mib:.0f} MiB resident (max_memory_per_child {w.max_memory_per_child})"
         if reason is not None:
-            log.info("%s: child process %d replaced after %s", self.name, child.pid, reason)
+            log.info("%s: child process %d replaced by a spare after %s", self.name, child.pid, reason)
             self.child = None
-            child.stop(5.0)
+            spares.SPARES.retire(child)  # it exits in the background: the next batch takes a spare at once
 
     def close(self, timeout: float = 5.0) -> None:
         """The server thread stops: its child exits (killed after ``timeout``)."""
@@ -391,15 +332,6 @@ class ChildSlot:
         if self.child is not None:
             self.child.kill()
             self.child = None
-
-
-def _how(code: int) -> str:
-    if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit code {code}"
 
 
 _slots: dict[tuple[int, str], ChildSlot] = {}
@@ -417,13 +349,16 @@ def slot_for(worker: type[Any]) -> ChildSlot:
 
 
 def close_thread_children(timeout: float = 5.0) -> None:
-    """The calling server thread stops: stop its children."""
+    """The calling server thread stops: stop its children. The last thread to stop stops the spares too."""
     ident = threading.get_ident()
     with _slots_lock:
         mine = [key for key in _slots if key[0] == ident]
         slots = [_slots.pop(key) for key in mine]
+        last = not _slots
     for slot in slots:
         slot.close(timeout)
+    if last:
+        spares.SPARES.close()
 
 
 # Set once the server exits without waiting for the performs still running: a child that dies from
@@ -439,11 +374,12 @@ def _abandoned(pid: int | None) -> Outcome:
 def serving() -> None:
     """A server starts in this process (an embedded one may follow another that exited): children may start."""
     _exiting.clear()
+    spares.SPARES.serving()
 
 
 def kill_all_children() -> list[int]:
     """The server exits without waiting for the performs still running (a second signal, or past
-    ``shutdown_timeout``): SIGKILL every child and reap it. Returns their pids.
+    ``shutdown_timeout``): SIGKILL every child (and its process group) and reap it. Returns their pids.
 
     When this returns no child of this process runs any more, so the batches they performed can go
     back to the queue at once (their threads answer "abandoned", write no outcome, and hand their
@@ -458,5 +394,6 @@ def kill_all_children() -> list[int]:
         if child is not None and child.process.returncode is None:
             code = child.kill_for_exit()
             killed.append(child.pid)
-            log.warning("%s: child process %d killed (%s) as the server exits", slot.name, child.pid, _how(code))
+            log.warning("%s: child process %d killed (%s) as the server exits", slot.name, child.pid, how(code))
+    spares.SPARES.kill_all()  # idle and starting ones: no batch in them, nothing to say
     return killed

@@ -12,15 +12,17 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import job_context, log_format, serializers, stored_error
 from ..errors import PartialFailure, TimeLimitExceeded
 from ..events import SILENT, Bus
 from ..middleware import run_chain
-from ..store import lua
+from ..store import lua, stops
 from ..store.leases import Lease, fenced
 from ..store.queue import Queue, Taken
+from ..transport.errors import REDIS_ERRORS
 from ..worker import Worker
 from . import isolation
 from .group_limits import GroupLimits
@@ -201,7 +203,7 @@ class ShardHandler:
                    "lease_deadline": lease.deadline}
         started = time.perf_counter()
         self.child_pid = slot.child.pid if slot.child is not None else None
-        outcome = slot.perform(batch, context)
+        outcome = slot.perform(batch, context, partial(self._stop_requested, batch))
         self.child_pid = slot.last_pid
         seconds = time.perf_counter() - started
         if outcome.kind == "ok":
@@ -225,10 +227,21 @@ class ShardHandler:
             log.error("%s shard %d: perform raised %s in its child process for ids %s; failing the batch and "
                       "stopping", self.name, self.shard.index, outcome.error_class, list(batch))
             self._fail_and_stop(taken, exc, seconds, formatted)
-        if outcome.kind in ("timeout", "crashed"):
+        if outcome.kind in ("timeout", "crashed", "stopped"):
             formatted = (f"{type(exc).__name__}: {outcome.message}", None)
         self.fail(taken, exc, seconds, formatted=formatted, crashed=outcome.kind == "crashed")
         return None
+
+    def _stop_requested(self, batch: dict[str, list[Any]]) -> None:
+        """Asked every few tenths of a second while the batch's child performs it: StopRequested when an
+        operator asked to stop it (``lowkiq.store.stops``). Redis not answering is no request: asked again."""
+        try:
+            who = stops.requested(self.queue.client, self.lease, batch)
+        except REDIS_ERRORS as exc:
+            log.debug("%s shard %d: could not read stop requests (%s)", self.name, self.shard.index, exc)
+            return
+        if who is not None:
+            raise isolation.StopRequested(who)
 
     def _put_back(self, taken: Taken) -> None:
         """The child did not perform the batch: the lease's deadline had passed when it came (this process

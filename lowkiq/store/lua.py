@@ -69,6 +69,7 @@ NAMES = (
     "schedule_tick",
     "schedule_pause",
     "history_trim",
+    "stop_request",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

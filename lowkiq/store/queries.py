@@ -25,7 +25,7 @@ from ..jobs import Clipped, ClippedPayload, Job, MorgueJob
 from ..transport import Transport, as_transport
 from ..transport.errors import first_error
 from . import codec, lua
-from .keys import QueueKeys
+from .keys import QueueKeys, ShardKeys
 
 T = TypeVar("T")
 
@@ -104,7 +104,12 @@ class Queries:
         self.keys = keys
         self.load_payload = load_payload
         self.load_error = load_error
-        self._shards = keys.shards()
+
+    @functools.cached_property
+    def _shards(self) -> list[ShardKeys]:
+        # Built on the first read of every shard: a lookup of one id (a job page, the search through every
+        # worker) names only its own shard, never 4,096 keys per worker.
+        return self.keys.shards()
 
     # ---- ranges -------------------------------------------------------
 
@@ -349,7 +354,7 @@ class Queries:
         """(id, row) of each job found, read and cut by range.lua: one script per shard, one round trip."""
         by_shard = self._group(ids)
         limits = ("" if cap is None else cap, "" if error_cap is None else error_cap)
-        calls: list[lua.Call] = [("range", self._shards[shard], (kind, *limits, *shard_ids))
+        calls: list[lua.Call] = [("range", self.keys.shard(shard), (kind, *limits, *shard_ids))
                                  for shard, shard_ids in by_shard.items()]
         # A read: the first error is the answer, whatever the other shards said.
         replies = first_error(lua.run_many(self.client, calls, settle=True))
@@ -406,7 +411,7 @@ class Queries:
         return jobs
 
     def busy_job(self, job_id: str) -> Job | None:
-        key = self._shards[codec.shard_of(job_id, self.keys.shards_count)].processing_hash
+        key = self.keys.shard(codec.shard_of(job_id, self.keys.shards_count)).processing_hash
         [blob] = self.client.pipeline_commands([(key, ("HGET", key, job_id))])
         return codec.processing_record(job_id, blob, self.load_payload, self.load_error) if blob else None
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zlib import crc32
@@ -138,8 +137,9 @@ class Queue:
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:
-            with self._enqueue_errors(calls, call_positions):
-                return self._written(lua.run_many(self.client, calls), limit)
+            replies = lua.run_many(self.client, calls, settle=True)
+            self._raise_unwritten(replies, calls, call_positions)
+            return self._written(replies, limit)
         return self._push_durably(calls, call_positions, len(jobs), limit)
 
     def _written(self, replies: Sequence[Any], limit: int) -> int:
@@ -152,26 +152,33 @@ class Queue:
                         self.keys.queue_name, dropped, limit)
         return written
 
-    @contextlib.contextmanager
-    def _enqueue_errors(self, calls: Sequence[lua.Call], call_positions: Sequence[list[int]]) -> Iterator[None]:
-        """Redis's refusals of push scripts as the producer's errors: which jobs were written, which not."""
-        try:
-            yield
-        except PartialWrite as exc:
-            raise self._partial(exc, calls, call_positions) from exc
-        except redis.ResponseError as exc:
-            if out_of_memory(exc):
-                raise self._out_of_memory(exc, calls, call_positions) from exc
-            raise
+    def _raise_unwritten(self, replies: Sequence[Any], calls: Sequence[lua.Call],
+                         call_positions: Sequence[list[int]]) -> None:
+        """The push scripts' failures as the producer's error: which jobs were written, which not, which may have been.
+
+        Once any slice may have been written (its reply read, or lost: a timeout, a reset connection),
+        the error is PartialEnqueue whatever failed; only a call Redis did none of for certain (it could
+        not be reached, or refused every slice) raises Redis's own error, as RedisOutOfMemory when full.
+        """
+        if not any(isinstance(reply, BaseException) for reply in replies):
+            return
+        partial = PartialWrite(replies, [keyset for _, keyset, _ in calls])
+        if partial.written or partial.uncertain:
+            raise self._partial(partial, calls, call_positions) from partial
+        refused = partial.errors
+        full = [index for index, error in refused.items() if out_of_memory(error)]
+        if full:
+            raise self._out_of_memory(refused[full[0]], calls, call_positions) from refused[full[0]]
+        raise refused[min(refused)]
 
     def _push_durably(self, calls: list[lua.Call], call_positions: list[list[int]], total: int, limit: int) -> int:
         """The push scripts, each node's followed by WAIT for one replica; NotDurable names what none confirmed."""
         wire = lua.Wire(self.client)
         try:
-            with self._enqueue_errors(calls, call_positions):
-                replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0)
+            replies, confirmed = wire.call_many_confirmed(calls, self.durable_wait_ms or 0, settle=True)
         finally:
             wire.close()
+        self._raise_unwritten(replies, calls, call_positions)
         unconfirmed: list[int] = []
         nodes: set[str] = set()
         for (_, keyset, _), positions in zip(calls, call_positions):
@@ -190,9 +197,9 @@ class Queue:
         written: list[int] = []
         not_written: list[int] = []
         uncertain: list[int] = []
-        lost = set(exc.uncertain)
+        ran, lost = set(exc.written), set(exc.uncertain)
         for index, jobs in enumerate(call_positions):
-            bucket = written if index in exc.written else uncertain if index in lost else not_written
+            bucket = written if index in ran else uncertain if index in lost else not_written
             bucket.extend(jobs)
         first = exc.errors[min(exc.errors)]
         full = [index for index, error in sorted(exc.errors.items()) if out_of_memory(error)]
@@ -202,10 +209,9 @@ class Queue:
                                     exc.errors[full[0]], self._nodes(calls[i] for i in full))
         return PartialEnqueue(self.keys.queue_name, sorted(written), sorted(not_written), sorted(uncertain), first)
 
-    def _out_of_memory(self, exc: redis.ResponseError, calls: Sequence[lua.Call],
+    def _out_of_memory(self, exc: BaseException, calls: Sequence[lua.Call],
                        call_positions: Sequence[list[int]]) -> RedisOutOfMemory:
-        """Every push script was refused (one error stands for them all: see ``checked``) by a full Redis:
-        no job was written."""
+        """Every push script was refused, by a full Redis at least once: no job was written."""
         every = sorted(position for positions in call_positions for position in positions)
         return RedisOutOfMemory(self.keys.queue_name, [], every, [], exc, self._nodes(calls))
 

@@ -1,15 +1,18 @@
 """Content search: the jobs of one area whose error class, error text or payloads match, found by bounded
 steps of scan.lua, shard by shard.
 
-A step examines at most STEP_IDS ids of one shard (fewer when it has read STEP_BYTES of errors and
-payloads) and answers where the next one starts: a search of a million jobs is many short scripts, each
-well under the 50 ms an operator's read may hold Redis. A page of results stops after
-``examined_budget`` ids, whatever it found, and says where to continue (``Continuation``) and how many
+A step examines at most STEP_IDS ids of one shard, and stops once it has done STEP_WORK units of work
+(each byte read a unit, each byte compared with a needle ``compare_weight`` more); it answers where the
+next one starts, inside an id when a spilled id's payloads are what took the budget. A search of a
+million jobs, or of one id holding 5,000 payloads of 10 KB, is many short scripts, each well under the
+50 ms an operator's read may hold Redis. A page of results stops after ``examined_budget`` ids or
+PAGE_WORK units of work, whatever it found, and says where to continue (``Continuation``) and how many
 ids were examined so far: a page answers in bounded time, perhaps with fewer rows than asked.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,15 +20,28 @@ from ..transport import Transport
 from . import codec, lua
 from .keys import QueueKeys
 
-# Ids one scan.lua step examines at most, and bytes of errors and payloads it reads at most: about 5 ms
-# of Redis time for small jobs, and a step of big jobs stops at the bytes.
+# Ids one scan.lua step examines at most: about 5 ms of Redis time for small jobs.
 STEP_IDS = 1000
-STEP_BYTES = 4 << 20
-# Ids a page examines at most before it answers with a continuation: well under a second of steps.
+# Work one step does at most, in bytes read (a byte compared costs compare_weight more): 1 MiB is a few ms
+# of Redis time, 350 KB of payloads for a short needle, 150 KB for a 200-character one. Steps of 4 MB read,
+# without counting the comparison, held Redis 150 to 420 ms over payloads of 1 MB.
+STEP_WORK = 1 << 20
+# Ids a page examines at most, and work it does at most, before it answers with a continuation: well under
+# a second of steps.
 PAGE_EXAMINED = 50_000
+PAGE_WORK = 64 << 20
 # A needle's length at most, in characters: a filter is a word or a phrase, not a document.
 MAX_NEEDLE = 200
 AREAS = ("enqueued", "morgue")
+# A step's cursor inside an id: its section letter in capitals, the payload's position, the byte in it, the id.
+_INSIDE = re.compile(r"[FRM]\d{1,12},\d{1,12},.+", re.DOTALL)
+
+
+def compare_weight(needle: str) -> int:
+    """Units of work of comparing one byte with ``needle`` (a byte read is one). Lua's plain string.find
+    costs about twice a read per byte where the needle's first byte is frequent, and more as the needle
+    grows (``aaa…ab`` over ``aaaa…``): 2, and one more per 50 bytes of needle."""
+    return 2 + len(needle.encode()) // 50
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ class Continuation:
         examined, _, rest = token.partition(":")
         shard, sep, cursor = rest.partition(":")
         try:
-            if not sep or cursor[:1] not in ("f", "r", "m", ""):
+            if not sep or (cursor[:1] not in ("f", "r", "m", "") and not _INSIDE.fullmatch(cursor)):
                 raise ValueError
             found = cls(int(shard), cursor, int(examined))
         except ValueError:
@@ -121,19 +137,22 @@ class Search:
         self._shards = keys.shards()
 
     def page(self, area: str, content: Content, *, limit: int, after: Continuation | None = None,
-             bounds: Bounds | None = None, examined_budget: int = PAGE_EXAMINED) -> Found:
-        """Up to ``limit`` matching ids from ``after`` on, examining at most about ``examined_budget`` ids."""
+             bounds: Bounds | None = None, examined_budget: int = PAGE_EXAMINED,
+             work_budget: int = PAGE_WORK) -> Found:
+        """Up to ``limit`` matching ids from ``after`` on, examining at most about ``examined_budget`` ids and
+        doing about ``work_budget`` units of work at most (see STEP_WORK)."""
         _area(area)
         bounds = bounds or EVERY
         if after is not None and after.shard >= len(self._shards):
             raise ValueError(f"the continuation names shard {after.shard}, but the worker has {len(self._shards)}")
         shard, cursor, before = (after.shard, after.cursor, after.examined) if after else (0, "", 0)
         ids: list[str] = []
-        examined = 0
-        while shard < len(self._shards) and len(ids) < limit and examined < examined_budget:
+        examined = work = 0
+        while shard < len(self._shards) and len(ids) < limit and examined < examined_budget and work < work_budget:
             step = min(STEP_IDS, examined_budget - examined)
-            found, n, cursor_next = self._step(area, shard, cursor, step, content, bounds, limit - len(ids))
+            found, n, cursor_next, spent = self._step(area, shard, cursor, step, content, bounds, limit - len(ids))
             examined += n
+            work += spent
             ids += found
             if cursor_next is None:
                 shard, cursor = shard + 1, ""
@@ -150,7 +169,7 @@ class Search:
         for shard in range(len(self._shards)):
             cursor = ""
             while True:
-                found, _, following = self._step(area, shard, cursor, STEP_IDS, content, bounds, STEP_IDS)
+                found, _, following, _ = self._step(area, shard, cursor, STEP_IDS, content, bounds, STEP_IDS)
                 if found:
                     yield found
                 if following is None:
@@ -164,10 +183,14 @@ class Search:
         return sum(int(n) for n in self.client.pipeline_commands(commands))
 
     def _step(self, area: str, shard: int, cursor: str, step: int, content: Content,
-              bounds: Bounds, wanted: int) -> tuple[list[str], int, str | None]:
-        args = (area, cursor, step, STEP_BYTES, *content.args(), bounds.index, bounds.lo, bounds.hi, wanted)
-        found, examined, following = lua.run(self.client, "scan", self._shards[shard], args)
-        return [codec.text(i) for i in found], int(examined), codec.text(following) if following else None
+              bounds: Bounds, wanted: int) -> tuple[list[str], int, str | None, int]:
+        """The ids one step found, how many it examined, where the next goes on (None: the shard is done), and
+        the work it did."""
+        args = (area, cursor, step, STEP_WORK, *content.args(), bounds.index, bounds.lo, bounds.hi, wanted,
+                compare_weight(content.error), compare_weight(content.payload))
+        found, examined, following, work = lua.run(self.client, "scan", self._shards[shard], args)
+        return ([codec.text(i) for i in found], int(examined), codec.text(following) if following else None,
+                int(work))
 
 
 def _area(area: str) -> None:

@@ -23,7 +23,8 @@ class TopologyError(LowkiqError, redis.RedisError):
 
 
 class NotSent(redis.ConnectionError):
-    """No connection to the node could be made: the command was not sent, so it did not run."""
+    """The command did not reach the node whole (no connection could be made, or it was lost before
+    the command was sent to its end), so it did not run."""
 
 
 class PartialWrite(LowkiqError, redis.ResponseError):

@@ -62,19 +62,59 @@ def pack(command: Sequence[Any]) -> bytes:
 ASKING = pack(("ASKING",))
 
 
+def whole_commands(data: bytes, size: int) -> int:
+    """How many of the commands packed in ``data`` (by ``pack``) lie wholly in its first ``size`` bytes.
+
+    Redis runs a command only once it has received all of it: when a send stops part way, the
+    commands past these never ran.
+    """
+    count = position = 0
+    while position < size:
+        end = data.index(b"\r\n", position)
+        parts = int(data[position + 1 : end])
+        position = end + 2
+        for _ in range(parts):
+            end = data.index(b"\r\n", position)
+            position = end + 2 + int(data[position + 1 : end]) + 2
+        if position > size:
+            break
+        count += 1
+    return count
+
+
 class Link:
     """A connection borrowed from a node's pool, with its own hiredis reader."""
 
-    __slots__ = ("_reader", "_sock", "connection", "pool")
+    __slots__ = ("_reader", "_sock", "connection", "pool", "sent")
 
     def __init__(self, pool: redis.ConnectionPool) -> None:
         self.pool = pool
         self.connection: Any = pool.get_connection()
         self._reader: Any = None
         self._sock: Any = None
+        self.sent = 0  # bytes of the last send that the system took, also when it failed part way
 
     def send(self, data: bytes) -> None:
-        self.connection.send_packed_command([data])
+        """Send ``data`` whole; ``sent`` tells how far it went when this raises.
+
+        The socket's timeout bounds each wait for room to send, not the whole send (as ``sendall``'s
+        does): Redis reads a large pipeline only as fast as it runs it, and a call of many scripts
+        that takes it longer than the timeout is not an outage. A Redis that stops reading is.
+        """
+        self.sent = 0
+        connection = self.connection
+        if connection._sock is None:
+            connection.connect()
+        connection.check_health()
+        sock: Any = connection._sock
+        view = memoryview(data)
+        try:
+            while self.sent < len(data):
+                self.sent += sock.send(view[self.sent :])
+        except TimeoutError as exc:
+            raise redis.TimeoutError("Timeout writing to socket") from exc
+        except OSError as exc:
+            raise redis.ConnectionError(f"Error while writing to socket: {exc}") from exc
 
     def read_into(self, out: list[Any], count: int) -> int:
         """Append ``count`` replies to ``out``; an error reply is an exception object in its place.
@@ -107,6 +147,18 @@ class Link:
                 out.append(reply)
                 reply = reader.gets()
         return errors
+
+    def read_ready(self, out: list[Any], count: int) -> None:
+        """Append the replies already received, up to ``count``, without waiting for more: after a send
+        failed part way, these are the calls known to have run. The link must be closed after this."""
+        sock = self.connection._sock
+        if hiredis is None or sock is None:
+            return
+        sock.settimeout(0)
+        try:
+            self.read_into(out, count)
+        except (OSError, redis.RedisError):
+            return
 
     def close(self, *, disconnect: bool = False) -> None:
         if disconnect:

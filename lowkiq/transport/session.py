@@ -17,7 +17,10 @@ again:
   if another node serves its slot now.
 
 Anything else (CLUSTERDOWN, LOADING, a lost connection) is left in the
-command's place for the caller to raise: an outage.
+command's place for the caller to raise: an outage. A connection lost while
+sending leaves the commands it did not wholly send as NotSent (Redis never
+ran them) and keeps the replies already received: a caller learns which
+calls ran, which did not, and which may have (their reply was lost).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from redis.exceptions import AskError, MovedError, NoScriptError, ReadOnlyError,
 
 from .batch import Batch, NodeReply
 from .errors import NotSent, on_node
-from .resp import ASKING, Link, pack
+from .resp import ASKING, Link, pack, whole_commands
 from .topology import Node, Topology
 
 if TYPE_CHECKING:  # names only: transport.py builds sessions on itself
@@ -116,13 +119,22 @@ class Session:
             return None
         self._sent_with = topology
         results: list[Any] = []
+        send = Send(node, data, list(range(count)), False)
         try:
             link.send(data)
+        except LOST as exc:
+            results = [None] * count
+            self._cut(link, exc, send, results, {})
+            return results, sum(isinstance(r, BaseException) for r in results)
+        except BaseException:
+            self.close(disconnect=True)
+            raise
+        try:
             return results, link.read_into(results, count)
         except LOST as exc:
             read = len(results)
             results += [None] * (count - read)
-            self._lost(node, exc, Send(node, b"", list(range(count)), False), read, results, {})
+            self._lost(node, exc, send, read, results, {})
             return results, count - read
         except BaseException:
             self.close(disconnect=True)
@@ -156,13 +168,19 @@ class Session:
             self._follow(batch, [(i, node) for i in range(count)], results, topology)
             return results
         data = batch._joined or batch.joined()
+        send = Send(node, data if extra is None else data + extra, list(range(count)), extra is not None)
         try:
-            link.send(data if extra is None else data + extra)
+            link.send(send.data)
+        except LOST as exc:
+            results = [None] * count
+            self._cut(link, exc, send, results, extras)
+            return results
+        try:
             errors = link.read_into(results, count + (extra is not None))
         except LOST as exc:
             read = len(results)
             results += [None] * (count + (extra is not None) - read)
-            self._lost(node, exc, Send(node, b"", list(range(count)), extra is not None), read, results, extras)
+            self._lost(node, exc, send, read, results, extras)
             return results[:count]
         if extra is not None:
             extras[node] = results.pop()
@@ -186,7 +204,7 @@ class Session:
             try:
                 link.send(send.data)
             except LOST as exc:
-                self._lost(send.node, exc, send, 0, results, extras)
+                self._cut(link, exc, send, results, extras)
                 continue
             sent.append((send, link))
         for send, link in sent:
@@ -302,15 +320,31 @@ class Session:
             link = self._links[node] = Link(node.pool)
         return link
 
-    def _lost(self, node: Node, exc: BaseException, send: Send, start: int, results: list[Any],
-              extras: dict[Node, Any], *, sent: bool = True) -> None:
-        """The connection to ``node`` failed after ``start`` replies of ``send``: the rest get the error."""
-        error = on_node(exc, node.name, sent=sent)
-        for target in send.targets[start:]:
+    def _cut(self, link: Link, exc: BaseException, send: Send, results: list[Any], extras: dict[Node, Any]) -> None:
+        """Sending ``send`` failed part way: the replies already received go in place, the commands Redis
+        may have received get the error (their outcome is unknown), the others NotSent (they never ran)."""
+        whole = whole_commands(send.data, link.sent)
+        got: list[Any] = []
+        link.read_ready(got, whole)
+        for target, reply in zip(send.targets, got, strict=False):
             if target >= 0:
-                results[target] = error
-        if send.extra:
-            extras[node] = error
+                results[target] = reply
+        if send.extra and len(got) > len(send.targets):
+            extras[send.node] = got[-1]
+        self._lost(send.node, exc, send, len(got), results, extras, whole=whole)
+
+    def _lost(self, node: Node, exc: BaseException, send: Send, start: int, results: list[Any],
+              extras: dict[Node, Any], *, sent: bool = True, whole: int | None = None) -> None:
+        """The connection to ``node`` failed after ``start`` replies of ``send``: the rest get the error, and
+        NotSent from the ``whole`` commands sent on (when a send failed part way)."""
+        error = on_node(exc, node.name, sent=sent)
+        unsent = on_node(exc, node.name, sent=False)
+        stop = len(send.targets) + send.extra if whole is None else whole
+        for n, target in enumerate(send.targets[start:], start):
+            if target >= 0:
+                results[target] = error if n < stop else unsent
+        if send.extra and start <= len(send.targets):
+            extras[node] = error if len(send.targets) < stop else unsent
         link = self._links.pop(node, None)
         if link is not None:
             link.close(disconnect=True)

@@ -11,12 +11,23 @@ raises while that file exists in APP_RECORD_DIR; {"partial": [ids]} raises Parti
 ids on the first attempt only. Each perform records "start" (with its process's parent, and whether
 the process that last started this id is still alive: a killed child must be reaped before its id
 runs again) and, when it returns, "perform".
+
+Process isolation's escapes (in a child only): {"hang_with_children": name} starts a subprocess that
+ignores SIGTERM, one that holds the child's reply pipe (passed explicitly, as a library's own fork
+would keep it) and a fork of the child, writes their pids and its own to the file ``name``, then
+sleeps; {"exit_leaving_pipe": name} starts the pipe holder and the fork, writes the pids, then exits;
+{"check_pids": name} records "pids": which of the pids in ``name`` still run (a zombie does not);
+{"signals_probe": true} records "signals": the signals a command it runs ignores, and the handlers a
+fork of it has. APP_CHILD_IMPORT_SECONDS: a child takes that long to load this app (heavy imports);
+APP_MAX_BATCHES: max_batches_per_child.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -44,6 +55,58 @@ if STOP_PARENT_ONCE and _in_a_child():
         os.kill(os.getppid(), signal.SIGSTOP)
 
 
+if _in_a_child() and os.environ.get("APP_CHILD_IMPORT_SECONDS"):
+    time.sleep(float(os.environ["APP_CHILD_IMPORT_SECONDS"]))
+
+
+def _running(pid: int) -> bool:
+    """Runs on: not gone, and not a zombie (killed, waiting for a parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _escapes(name: str, *, ignoring_sigterm: bool) -> None:
+    """Processes a perform leaves behind, their pids (and this child's) written to ``name``."""
+    sleeper = "import signal, time\nif {!r}: signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(3600)"
+    pids = [os.getpid()]
+    if ignoring_sigterm:
+        pids.append(subprocess.Popen([sys.executable, "-c", sleeper.format(True)]).pid)
+    reply_fd = int(sys.argv[5])  # python -m lowkiq.server.child APP WORKER PARENT REQUESTS REPLIES
+    pids.append(subprocess.Popen([sys.executable, "-c", sleeper.format(False)], pass_fds=(reply_fd,)).pid)
+    forked = os.fork()
+    if forked == 0:
+        time.sleep(3600)
+        os._exit(0)
+    pids.append(forked)
+    time.sleep(0.5)  # the interpreters started above are past their own signal setup
+    with open(os.path.join(RECORDS, name), "w") as f:
+        json.dump(pids, f)
+
+
+def _signals_probe() -> dict[str, object]:
+    command = subprocess.Popen(["sleep", "30"])
+    with open(f"/proc/{command.pid}/status") as status:
+        mask = next(int(line.split()[1], 16) for line in status if line.startswith("SigIgn:"))
+    command.kill()
+    command.wait()
+    read, write = os.pipe()
+    forked = os.fork()
+    if forked == 0:
+        handlers = {"SIGTERM": signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+                    "SIGINT": signal.getsignal(signal.SIGINT) is signal.default_int_handler}
+        os.write(write, json.dumps(handlers).encode())
+        os._exit(0)
+    os.close(write)
+    fork = json.loads(os.read(read, 1000))
+    os.close(read)
+    os.waitpid(forked, 0)
+    ignored = [sig.name for sig in (signal.SIGINT, signal.SIGTERM) if mask >> (sig - 1) & 1]
+    return {"command_ignores": ignored, "fork_defaults": fork}
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)  # a zombie (killed, not reaped) still answers
@@ -60,6 +123,7 @@ class Flow(lowkiq.Worker):
     time_limit = float(LIMIT) if LIMIT else None
     time_limit_grace = float(os.environ.get("APP_GRACE", "5"))
     morgue_policy = os.environ.get("APP_MORGUE", "oldest_payload")
+    max_batches_per_child = int(os.environ["APP_MAX_BATCHES"]) if os.environ.get("APP_MAX_BATCHES") else None
 
     def retry_in(self, retry_count: int) -> float:
         return float(os.environ.get("APP_RETRY_IN", "0.2"))
@@ -90,6 +154,17 @@ class Flow(lowkiq.Worker):
                     time.sleep(payload["sleep"])
                 if payload.get("exit"):
                     os._exit(3)
+                if payload.get("hang_with_children"):
+                    _escapes(payload["hang_with_children"], ignoring_sigterm=True)
+                    time.sleep(3600)
+                if payload.get("exit_leaving_pipe"):
+                    _escapes(payload["exit_leaving_pipe"], ignoring_sigterm=False)
+                    os._exit(3)
+                if payload.get("check_pids"):
+                    with open(os.path.join(RECORDS, payload["check_pids"])) as f:
+                        record("pids", worker="Flow", running={pid: _running(pid) for pid in json.load(f)})
+                if payload.get("signals_probe"):
+                    record("signals", worker="Flow", **_signals_probe())
                 name = payload.get("fail_file")
                 if name and os.path.exists(os.path.join(RECORDS, name)):
                     raise ValueError(f"{job_id} fails while {name} exists")

@@ -113,6 +113,26 @@ local function error_parts(raw, cap)
   return err, elen, tb, tlen
 end
 
+-- The first payloads of spilled ``id`` ({payload, score, ...}), read a few at a time until they pass ``cap``
+-- bytes (nil: all of them): a row's cap is a few KB, and what it does not show is never read, however many
+-- and however big the id's payloads. Each pair takes 2 bytes at least, so no more than cap / 2 + 1 are read.
+local function spill_head(id, cap)
+  if not cap then return (spill_read(id)) end
+  local out, bytes, count, at = {}, 0, 1, #id + 2
+  while bytes <= cap and #out / 2 <= cap / 2 do
+    local members = redis.call('ZRANGE', K_SPILL, '[' .. id .. '\0', '(' .. id .. '\1', 'BYLEX', 'LIMIT', #out / 2,
+                               count)
+    for _, m in ipairs(members) do
+      out[#out + 1] = string.sub(m, at + 8)
+      out[#out + 1] = unsortable(string.sub(m, at, at + 7))
+      bytes = bytes + #m - at - 7
+    end
+    if #members < count then break end
+    count = count * 2
+  end
+  return out
+end
+
 if ARGV[1] == 'jobs' or ARGV[1] == 'morgue_jobs' then
   local queued = ARGV[1] == 'jobs'
   local cap, error_cap = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -126,8 +146,7 @@ if ARGV[1] == 'jobs' or ARGV[1] == 'morgue_jobs' then
     local score = redis.call('ZSCORE', scores_key, id)
     local spilled = queued and spilled_count(blob)
     if spilled then
-      -- a spilled id: its first payloads, as many as the cap can show (each takes 2 bytes at least)
-      blob = encode((spill_read(id, cap and math.floor(cap / 2) + 1)))
+      blob = encode(spill_head(id, cap))
     end
     if blob and score then
       local shown, held, cut = clip_payloads(blob, cap)

@@ -1,0 +1,8 @@
+"""The project's WSGI app: gunicorn mysite.wsgi"""
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")
+application = get_wsgi_application()
