@@ -44,6 +44,7 @@ from .ticker import Ticker
 if TYPE_CHECKING:
     from ..runtime import Runtime
     from ..worker import Worker
+    from .crash_isolation import CrashIsolation
     from .processor import Processor
 
 log = logging.getLogger("lowkiq.server")
@@ -70,7 +71,7 @@ class Keeper:
         # With no splitter, the held shards are a pool every thread checks out from (lowkiq.server.shard_pool).
         self.pool = pool
         # The process's crash isolation: whether its threads wait for a suspect batch (told in each beat).
-        self.isolation = next((p.isolation for p in self.processors), None)
+        self.isolation: CrashIsolation | None = next((p.isolation for p in self.processors), None)
         for processor in self.processors:  # its threads hand shards back to it, and share its holdings
             processor.keeper, processor.holdings = self, self.holdings
         self.thread_of: dict[ShardId, int] = {}
@@ -87,7 +88,7 @@ class Keeper:
         # The next beat tells the other members at once (this process came, or begins to leave).
         self.announce = True
         self.members: list[membership.Member] = []
-        self.draining = False
+        self.draining: bool = False
         self.wake = threading.Event()
         self.ticked_at = time.monotonic()
         # When a heartbeat last got its reply (monotonic): the server's /healthz says Redis answers it.
