@@ -29,6 +29,16 @@ class Runaway(lowkiq.Worker):
                 continue
 
 
+class Slow(lowkiq.Worker):
+    """No time limit: a suspect batch of it is waited for suspect_wait seconds at most."""
+
+    shards_count = 1
+
+    def perform(self, payloads_by_id):
+        record("slow", batch=payloads_by_id)
+        time.sleep(float(os.environ.get("APP_SLOW_SECONDS", "4")))
+
+
 class Orders(lowkiq.Worker):
     shards_count = 10
 
@@ -38,4 +48,4 @@ class Orders(lowkiq.Worker):
             record("order", id=job_id, enqueued=min(p["at"] for p in payloads), performed=now)
 
 
-lowkiq.configure(workers=[Runaway, Orders])
+lowkiq.configure(workers=[Runaway, Slow, Orders])
