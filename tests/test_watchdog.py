@@ -3,13 +3,14 @@ raises TimeLimitExceeded in its thread, and performs that end in time cost neith
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
 import pytest
 
 from lowkiq.errors import TimeLimitExceeded
-from lowkiq.server.isolation import Watchdog
+from lowkiq.server.isolation import LINE_WINDOW, LineRaiser, Watchdog
 
 
 def test_limits_armed_and_disarmed_in_time_neither_pile_up_nor_wake_the_watchdog(monkeypatch):
@@ -53,3 +54,60 @@ def test_a_limit_that_passes_raises_in_its_thread_even_after_many_disarmed_ones(
     thread.start()
     thread.join(10)
     assert raised and raised[0] - started == pytest.approx(0.2, abs=1.5)
+
+
+def line_events_on() -> bool:
+    """Whether the watchdog's sys.monitoring LINE events are on (Python 3.13+; never before)."""
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(monitoring.get_tool(tool) == LineRaiser.TOOL_NAME and monitoring.get_events(tool)
+                                          for tool in range(6))
+
+
+def test_a_thread_blocked_in_c_past_its_limit_gets_it_when_the_call_returns_and_line_events_go_off():
+    """On 3.13 the exception waits for the thread's next line, with every thread's lines watched meanwhile: not for
+    longer than LINE_WINDOW. A thread still blocked then gets it as before, when the call returns, inside its try."""
+    watchdog = Watchdog()
+    seen = []
+
+    def perform(seconds):
+        armed = watchdog.arm(0.1, "test")
+        try:
+            try:
+                time.sleep(seconds)  # one blocking call in C, past the limit
+                seen.append("returned")
+            except TimeLimitExceeded:
+                seen.append("except")
+            finally:
+                seen.append("finally")
+        finally:
+            watchdog.disarm(armed)
+
+    thread = threading.Thread(target=perform, args=(LINE_WINDOW + 0.6,))
+    thread.start()
+    time.sleep(0.1 + LINE_WINDOW + 0.3)  # past the window, the call still blocked
+    watched_while_blocked = line_events_on()
+    thread.join(5)
+    assert seen == ["except", "finally"]
+    assert not watched_while_blocked
+    # A pure-Python perform: the exception lands at once, and the events go off with it.
+    seen.clear()
+    started = time.monotonic()
+
+    def busy():
+        armed = watchdog.arm(0.1, "test")
+        try:
+            try:
+                while time.monotonic() < started + 5:
+                    pass
+            except TimeLimitExceeded:
+                seen.append("except")
+            finally:
+                seen.append("finally")
+        finally:
+            watchdog.disarm(armed)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    thread.join(5)
+    assert seen == ["except", "finally"] and time.monotonic() - started < 2
+    assert not line_events_on()

@@ -29,7 +29,7 @@ from ..config import Settings
 from ..errors import LayoutMismatch
 from ..options import OPTIONS, Option
 from ..runtime import Runtime
-from ..server import MetricsPortError, NoWorkers, Server
+from ..server import MetricsPortError, NoWorkers, Server, signals
 from ..server.cpu_pinning import PinningError, check
 from ..store import layout
 from ..transport import TopologyError
@@ -226,6 +226,9 @@ def serve(args: argparse.Namespace, argv: Sequence[str], configured: Callable[[]
             return 0
         if configured is None and not args.require:
             raise CliError("nothing to run: give the app file with -r ./path_to_app.py (see --help)")
+        if signals.lacking():
+            raise CliError(f"lowkiq -r needs POSIX signals this platform lacks ({', '.join(signals.lacking())}): run "
+                           "the server on Linux or macOS (on Windows, in WSL or a container); enqueueing works here")
         try:
             if configured is None:
                 runtime = load(args.require, overrides(args))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 # Raised here; defined with every error users may catch, and importable from here too.
@@ -17,6 +16,7 @@ from ..errors import BadInput as BadInput
 from ..options import boolean, integer
 from ..store.queries import MAX_LIMIT, Cursor, Page
 from ..store.search import Content, Continuation, Found
+from .dates import from_iso
 
 TIME_ORDERS = frozenset({"perform_in", "updated_at"})
 
@@ -177,7 +177,7 @@ def bound(text: str, order_by: str, name: str) -> str:
         return text
     if order_by in TIME_ORDERS:
         try:
-            return repr(datetime.fromisoformat(text).timestamp())
+            return repr(from_iso(text).timestamp())
         except ValueError:
             raise BadInput(f"{name} must be a unix time or a date like 2024-05-01 12:00, got {text!r}") from None
     raise BadInput(f"{name} must be a number when ordering by {order_by}, got {text!r}")

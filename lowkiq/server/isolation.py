@@ -7,6 +7,15 @@ perform that catches and ignores it keeps running and keeps its shard: nothing c
 from outside, and letting another perform of the same id start would be an overlap. It is flagged
 instead (log, metrics event ``time_limit_ignored``).
 
+On Python 3.13 and later an asynchronous exception may also be raised at a loop's backward jump,
+an instruction the compiler leaves outside the enclosing ``try``'s range of the exception table:
+raised there, it skips the perform's own ``except`` and ``finally`` blocks (CPython issue gh-130279;
+``while time.monotonic() < end: pass`` lost them in most runs on 3.13.0). There the
+watchdog raises it at the start of the thread's next line instead (``LineRaiser``: a
+``sys.monitoring`` LINE callback, on for every thread only until it lands), and falls back to the
+asynchronous exception when no line came within ``LINE_WINDOW`` (a thread blocked in C code gets it
+when the call returns, at the call instruction, which the ``try`` covers).
+
 Process isolation: each server thread that performs a process-isolated worker owns one child
 process per such worker (``ChildSlot``; a fresh interpreter running ``lowkiq.server.child``: never a
 fork of this process, whose threads hold locks and Redis connections), reused for batch after batch;
@@ -23,6 +32,7 @@ meanwhile; a child that ended so is a time limit too. A child is replaced at its
 from __future__ import annotations
 
 import ctypes
+import dis
 import heapq
 import itertools
 import logging
@@ -32,6 +42,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +55,9 @@ log = logging.getLogger("lowkiq.server")
 
 _SET_ASYNC_EXC = ctypes.pythonapi.PyThreadState_SetAsyncExc
 IGNORED_AFTER = 1.0  # seconds after TimeLimitExceeded was raised at which a perform still running is flagged
+# Seconds the watchdog waits for a thread to reach its next line before it raises the exception asynchronously
+# (Python 3.13+): every thread's lines call LineRaiser meanwhile.
+LINE_WINDOW = 0.5
 
 
 # -- thread isolation: the watchdog ----------------------------------------------------------------
@@ -60,6 +74,88 @@ class Armed:
     active: bool = True
     fired: bool = False
     ignored: bool = False  # still running IGNORED_AFTER seconds after TimeLimitExceeded
+    fired_at: float = 0.0
+    at_next_line: bool = False  # fired through LineRaiser, and LINE_WINDOW has not passed yet
+
+
+class LineRaiser:
+    """Raises TimeLimitExceeded in a thread at the start of its next line (Python 3.13+, ``sys.monitoring``).
+
+    A line's first instruction lies inside the ranges of the ``try`` blocks around it, so the perform's
+    ``except`` and ``finally`` blocks run. LINE events are on, for every thread, only while a thread has
+    an exception pending here: each line of every thread then costs one set lookup.
+    """
+
+    TOOL_NAME = "lowkiq time limits"
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: set[int] = set()
+        self._tool: int | None = None
+        self._claimed = False
+        self._events_on = False
+        self._backward_jumps = frozenset(dis.opmap[name] for name in ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+                                         if name in dis.opmap)
+        self._extended_arg = dis.opmap["EXTENDED_ARG"]
+
+    def start(self, ident: int) -> bool:
+        """Raise in thread ``ident`` at its next line; False where this cannot (before 3.13, or no free tool id)."""
+        if sys.version_info < (3, 13):
+            return False
+        with self._lock:
+            if not self._claimed:
+                self._claimed = True
+                self._tool = self._claim()
+            if self._tool is None:
+                return False
+            self._pending.add(ident)
+            if not self._events_on:
+                sys.monitoring.set_events(self._tool, sys.monitoring.events.LINE)
+                self._events_on = True
+        return True
+
+    def withdraw(self, ident: int) -> bool:
+        """Take back thread ``ident``'s pending exception: True if it was still pending (not raised)."""
+        with self._lock:
+            if ident not in self._pending:
+                return False
+            self._pending.discard(ident)
+            if not self._pending and self._events_on:
+                self._events_on = False
+                if sys.version_info >= (3, 13) and self._tool is not None:  # it is: events were on
+                    sys.monitoring.set_events(self._tool, 0)
+            return True
+
+    def _claim(self) -> int | None:
+        if sys.version_info < (3, 13):
+            return None
+        monitoring = sys.monitoring
+        for tool in (4, 3):  # the ids sys.monitoring leaves to other tools than debuggers, coverage and profilers
+            if monitoring.get_tool(tool) is None:
+                monitoring.use_tool_id(tool, self.TOOL_NAME)
+                monitoring.register_callback(tool, monitoring.events.LINE, self._on_line)
+                return tool
+        log.warning("no free sys.monitoring tool id: time limits raise TimeLimitExceeded asynchronously, which on "
+                    "this Python may skip a perform's except and finally blocks")
+        return None
+
+    def _on_line(self, code: types.CodeType, line: int) -> None:
+        ident = threading.get_ident()
+        if ident not in self._pending:
+            return
+        if code.co_filename == __file__:
+            return  # never inside the watchdog's own arming and disarming
+        frame = sys._getframe(1)
+        instructions, at = frame.f_code.co_code, frame.f_lasti
+        while instructions[at] == self._extended_arg:  # a long jump's argument comes first
+            at += 2
+        if instructions[at] in self._backward_jumps:
+            return  # a `continue` line is a backward jump, outside the try's range too: the next line is not
+        if self.withdraw(ident):
+            raise TimeLimitExceeded
+
+
+LINES = LineRaiser()
 
 
 class Watchdog:
@@ -106,6 +202,7 @@ class Watchdog:
                 armed.active = False
                 self._active -= 1
                 if armed.fired:
+                    LINES.withdraw(armed.ident)
                     _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), None)  # NULL: clear what is pending
 
     def _run(self) -> None:
@@ -120,9 +217,19 @@ class Watchdog:
                     continue
                 if not armed.fired:
                     armed.fired = True
-                    _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), ctypes.py_object(TimeLimitExceeded))
+                    armed.fired_at = time.monotonic()
+                    armed.at_next_line = LINES.start(armed.ident)
+                    if not armed.at_next_line:
+                        _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), ctypes.py_object(TimeLimitExceeded))
                     log.warning("%s: perform ran past its time_limit: TimeLimitExceeded raised in it", armed.label)
-                    heapq.heappush(self._heap, (time.monotonic() + IGNORED_AFTER, next(self._order), armed))
+                    wake = armed.fired_at + (LINE_WINDOW if armed.at_next_line else IGNORED_AFTER)
+                    heapq.heappush(self._heap, (wake, next(self._order), armed))
+                    continue
+                if armed.at_next_line:
+                    armed.at_next_line = False
+                    if LINES.withdraw(armed.ident):  # no line came: blocked in C code, or gone into it for long
+                        _SET_ASYNC_EXC(ctypes.c_ulong(armed.ident), ctypes.py_object(TimeLimitExceeded))
+                    heapq.heappush(self._heap, (armed.fired_at + IGNORED_AFTER, next(self._order), armed))
                     continue
                 armed.ignored = True
                 on_ignored = armed.on_ignored

@@ -23,6 +23,14 @@ from types import FrameType
 log = logging.getLogger("lowkiq.server")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# What a server process needs beyond the stop signals: the thread dump, and killing and timing child processes.
+# Looked up when a server starts, never at import: enqueueing must import everywhere.
+POSIX_SIGNALS = ("SIGTTIN", "SIGKILL", "SIGALRM")
+
+
+def lacking() -> list[str]:
+    """The signals a server needs that this platform does not have (none on Linux and macOS)."""
+    return [name for name in POSIX_SIGNALS if not hasattr(signal, name)]
 
 
 def stacks() -> str:
