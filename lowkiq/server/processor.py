@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .. import log_format
 from ..store import lua
 from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
-from ..store.queue import Queue
+from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
 from .crash_isolation import CrashIsolation
@@ -41,7 +41,7 @@ from .holdings import Holdings, ShardOwner
 from .isolation import close_thread_children
 from .shard_handler import Ack, ShardHandler, StopProcess
 from .shard_pool import LOST as POOL_LOST
-from .shard_pool import Entry, ShardPool
+from .shard_pool import Entry, ShardPool, heads
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -236,6 +236,13 @@ class Processor:
         if taken.suspect and not self._alone(handler, [job.id for job in taken.jobs]):
             self.scheduler.due(index, self.due_clock())  # back at the head of its shard
             return
+        ack = self._perform(handler, taken)
+        if ack is None:
+            self.scheduler.due(index, self.due_clock())
+        self.pending = ack
+
+    def _perform(self, handler: ShardHandler, taken: Taken) -> Ack | None:
+        """Perform a batch in hand: its pending ack, or None when it failed (written as failed)."""
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
         try:
             # Within the try: a renewal that fails must still end the crash isolation's claim, or
@@ -253,9 +260,7 @@ class Processor:
             if taken.suspect:
                 self.isolation.release(self.name)
         self.uncertain = False
-        if ack is None:
-            self.scheduler.due(index, self.due_clock())
-        self.pending = ack
+        return ack
 
     def _read_nudges(self) -> None:
         assert self.scheduler is not None
@@ -297,12 +302,7 @@ class Processor:
     def probe(self) -> list[float | None]:
         """Every served shard's earliest perform_in, one pipelined round trip of plain reads. A shard that
         holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
-        pipe = self.client.pipeline(transaction=False)
-        for h in self.handlers:
-            pipe.zrange(h.lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
-            pipe.zrange(h.lease.keys.groups_zset, 0, 0, withscores=True)
-        replies = pipe.execute()
-        return [(groups or head)[0][1] if head else None for head, groups in zip(replies[::2], replies[1::2])]
+        return heads(self.client, [h.lease for h in self.handlers])
 
     # -- shards coming and going -------------------------------------------
 
@@ -461,18 +461,7 @@ class Processor:
             pool.due(entry, self.due_clock())  # back at the head of its shard
             self._pool_done(pool, entry)
             return
-        self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
-        try:
-            handler.prepare()
-            if handler.lease.remaining() < self.settings.min_perform_budget:
-                self._renew(handler.lease)
-            self.in_flight = handler.lease
-            ack = handler.perform(taken)
-        finally:
-            self.in_flight = None
-            if taken.suspect:
-                self.isolation.release(self.name)
-        self.uncertain = False
+        ack = self._perform(handler, taken)
         if ack is None:
             pool.due(entry, self.due_clock())
             self._pool_done(pool, entry)

@@ -234,17 +234,22 @@ class ShardPool:
         self.scheduler = schedulers.build(self.settings, context)
 
     def _probe(self) -> Sequence[float | None]:
-        """Every pooled shard's head, as ``Processor.probe`` reads it: one pipelined round trip."""
-        pipe = self.client.pipeline(transaction=False)
-        for entry in self.entries:
-            pipe.zrange(entry.lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
-            pipe.zrange(entry.lease.keys.groups_zset, 0, 0, withscores=True)
-        replies = pipe.execute()
-        return [(groups or head)[0][1] if head else None for head, groups in zip(replies[::2], replies[1::2])]
+        return heads(self.client, [entry.lease for entry in self.entries])
 
     def _wake(self) -> None:
         for wake in self.wakes:
             wake.set()
+
+
+def heads(client: Transport, leases: Sequence[Lease]) -> list[float | None]:
+    """Each shard's earliest perform_in (None: empty), one pipelined round trip of plain reads. A shard that
+    holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
+    pipe = client.pipeline(transaction=False)
+    for lease in leases:
+        pipe.zrange(lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
+        pipe.zrange(lease.keys.groups_zset, 0, 0, withscores=True)
+    replies = pipe.execute()
+    return [(groups or head)[0][1] if head else None for head, groups in zip(replies[::2], replies[1::2])]
 
 
 def pooled(settings: Settings) -> bool:
