@@ -427,7 +427,7 @@ class Processor:
         if entry is None:
             self._pool_flush(pool)
             self._let_go()
-            self.wake.wait(pool.idle_for())
+            pool.sleep(self.wake, pool.idle_for())
             return
         self.current = entry
         handler = self._pooled(entry.lease)

@@ -64,7 +64,9 @@ class ShardPool:
         self.lock = threading.Condition()
         self.entries: list[Entry] = []
         self.scheduler: schedulers.Scheduler | None = None
-        self.wakes: list[threading.Event] = []  # every thread's: a shard with new work wakes them
+        self.wakes: list[threading.Event] = []  # every thread's: the keeper's news wakes them all
+        self.idle: set[threading.Event] = set()  # the threads waiting for work: a shard checked in wakes them
+        self.busy: set[int] = set()  # indexes of the shards checked out now
         self.arrivals: deque[Lease] = deque()  # added by the keeper, pooled under the lock by the next caller
 
     # -- the keeper's side ------------------------------------------------------------------------
@@ -112,10 +114,17 @@ class ShardPool:
             scheduler = self.scheduler
             if scheduler is None:
                 return None
-            scheduler.busy = {e.index for e in self.entries if e.holder is not None and e is not keep}
-            if len(scheduler.busy) == len(self.entries):
-                return None
-            index = scheduler.next_shard()
+            busy = self.busy
+            if keep is not None:
+                busy.discard(keep.index)
+            scheduler.busy = busy
+            try:
+                if len(busy) == len(self.entries):
+                    return None
+                index = scheduler.next_shard()
+            finally:
+                if keep is not None and keep.holder is not None:
+                    busy.add(keep.index)
             if index is None or not 0 <= index < len(self.entries):
                 return None
             entry = self.entries[index]
@@ -126,6 +135,7 @@ class ShardPool:
                     self._remove(entry)  # lost while free, before the keeper dropped it
                 return None
             entry.holder = thread
+            busy.add(entry.index)
             return entry
 
     def checkin(self, entry: Entry) -> str | None:
@@ -139,9 +149,10 @@ class ShardPool:
             then = entry.then
             if then is None:
                 entry.holder = None
-                ready = self._ready(entry)
+                self.busy.discard(entry.index)
+                ready = bool(self.idle) and self._ready(entry)
         if ready:
-            self._wake()
+            self._wake_idle()
         return then
 
     def mark(self, entry: Entry, then: str) -> None:
@@ -172,6 +183,17 @@ class ShardPool:
                 return
             self.scheduler.due(entry.index, self.due_clock())
         self._wake()
+
+    def sleep(self, wake: threading.Event, seconds: float) -> None:
+        """A thread with nothing to do waits ``seconds`` at most: a shard checked in with due work, a push to
+        one, or the keeper's news ends the wait."""
+        with self.lock:
+            self.idle.add(wake)
+        try:
+            wake.wait(seconds)
+        finally:
+            with self.lock:
+                self.idle.discard(wake)
 
     def idle_for(self) -> float:
         with self.lock:
@@ -226,6 +248,7 @@ class ShardPool:
         self.entries.sort(key=lambda e: e.shard)
         for index, entry in enumerate(self.entries):
             entry.index = index
+        self.busy = {e.index for e in self.entries if e.holder is not None}
         if not self.entries:
             self.scheduler = None
             return
@@ -238,6 +261,10 @@ class ShardPool:
 
     def _wake(self) -> None:
         for wake in self.wakes:
+            wake.set()
+
+    def _wake_idle(self) -> None:
+        for wake in list(self.idle):
             wake.set()
 
 
