@@ -450,9 +450,10 @@ class Processor:
         taken = handler.take(self.pending)
         previous, self.pending, self.pending_entry = self.pending_entry, None, None
         self.uncertain = False
+        # previous's batch is acknowledged: checked in, another thread may take there now
+        then = pool.took(entry, len(taken.jobs), taken.next_perform_in, previous)
         if previous is not None and previous is not entry:
-            self._pool_done(pool, previous)  # its batch is acknowledged: another thread may take there now
-        pool.taken(entry, len(taken.jobs), taken.next_perform_in)
+            self._pool_left(pool, previous, then)
         if not taken.jobs:
             self._let_go()
             self._pool_done(pool, entry)
@@ -495,7 +496,10 @@ class Processor:
             self.pending_entry = None
         if lost:
             pool.mark(entry, POOL_LOST)
-        then = pool.checkin(entry)
+        self._pool_left(pool, entry, pool.checkin(entry))
+
+    def _pool_left(self, pool: ShardPool, entry: Entry, then: str | None) -> None:
+        """After a checkin: release or forget the shard when the process gave it up or lost it meanwhile."""
         if then is None:
             return
         self._pooled_handlers.pop(id(entry.lease), None)

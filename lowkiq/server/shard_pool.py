@@ -142,18 +142,35 @@ class ShardPool:
         """The thread is done with the shard (its last batch acknowledged): None, or what the thread must do
         now, RELEASE or LOST, before it calls ``drop`` (the shard stays checked out to it until then, so the
         keeper does not release it too)."""
-        ready = False
         with self.lock:
-            if entry.lease.lost is not None:
-                entry.then = LOST
-            then = entry.then
-            if then is None:
-                entry.holder = None
-                self.busy.discard(entry.index)
-                ready = bool(self.idle) and self._ready(entry)
+            then, ready = self._checkin(entry)
         if ready:
             self._wake_idle()
         return then
+
+    def took(self, entry: Entry, found: int, next_perform_in: float | None, previous: Entry | None) -> str | None:
+        """A take on ``entry`` found ``found`` ids, its next due at ``next_perform_in``; and ``previous``, whose
+        ack rode on that take, is checked in (``checkin``'s answer for it): one lock for both."""
+        ready = False
+        then = None
+        with self.lock:
+            if self.scheduler is not None and self._pooled(entry):
+                self.scheduler.taken(entry.index, found, next_perform_in)
+            if previous is not None and previous is not entry:
+                then, ready = self._checkin(previous)
+        if ready:
+            self._wake_idle()
+        return then
+
+    def _checkin(self, entry: Entry) -> tuple[str | None, bool]:
+        if entry.lease.lost is not None:
+            entry.then = LOST
+        then = entry.then
+        if then is not None:
+            return then, False
+        entry.holder = None
+        self.busy.discard(entry.index)
+        return None, bool(self.idle) and self._ready(entry)
 
     def mark(self, entry: Entry, then: str) -> None:
         with self.lock:
@@ -162,17 +179,17 @@ class ShardPool:
     def drop(self, entry: Entry) -> None:
         """A shard given up or lost is out of the pool (its thread released it, or need not)."""
         with self.lock:
-            if self._entry(entry.lease) is entry:
+            if self._pooled(entry):
                 self._remove(entry)
 
     def taken(self, entry: Entry, found: int, next_perform_in: float | None) -> None:
         with self.lock:
-            if self.scheduler is not None and self._entry(entry.lease) is entry:
+            if self.scheduler is not None and self._pooled(entry):
                 self.scheduler.taken(entry.index, found, next_perform_in)
 
     def due(self, entry: Entry, perform_in: float) -> None:
         with self.lock:
-            if self.scheduler is not None and self._entry(entry.lease) is entry:
+            if self.scheduler is not None and self._pooled(entry):
                 self.scheduler.due(entry.index, perform_in)
 
     def nudge(self, queue_name: str, shard: int) -> None:
@@ -234,6 +251,9 @@ class ShardPool:
         if isinstance(scheduler, schedulers.Lag) and 0 <= entry.index < len(scheduler.heads):
             return scheduler.heads[entry.index] <= self.due_clock()
         return True
+
+    def _pooled(self, entry: Entry) -> bool:
+        return entry.index < len(self.entries) and self.entries[entry.index] is entry
 
     def _entry(self, lease: Lease) -> Entry | None:
         return next((e for e in self.entries if e.lease is lease), None)
