@@ -37,8 +37,9 @@ class Settings:
     last_words: Callable[[BaseException], None] | None = None
     # "lag", "seq", or a callable building a scheduler (see lowkiq.server.schedulers)
     build_scheduler: Any = "lag"
-    # "default", "by_node", or a callable building a splitter (see lowkiq.server.splitters)
-    build_splitter: Any = "default"
+    # None (the default): a process's threads share the shards it holds (lowkiq.server.shard_pool); "default",
+    # "by_node", or a callable building a splitter pins shards to threads instead (lowkiq.server.splitters)
+    build_splitter: Any = None
     number_of_nodes: int = 1
     node_number: int = 0
     dump_payload: serializers.DumpPayload = serializers.dump_json
@@ -61,6 +62,9 @@ class Settings:
     min_perform_budget: float = 1.0
     # jobs whose server died while performing them this many times go to the morgue
     crash_limit: int = 3
+    # seconds the other threads wait for a suspect batch (in flight when a server died) of a worker without
+    # a time_limit, performed alone; with one, they wait its time_limit (+ time_limit_grace under isolation)
+    suspect_wait: float = 30.0
     # on SIGTERM, how long to wait for running performs before leaving them to a takeover
     shutdown_timeout: float = 25.0
     # the console flags performs running longer than this
@@ -146,7 +150,7 @@ def _validate(settings: Settings) -> None:
         raise ValueError(f"traceback_limit must be a number of characters 0..1048576 (0: none), got {limit!r}")
     if not isinstance(settings.durable_enqueue, bool):
         raise ValueError(f"durable_enqueue must be True or False, got {settings.durable_enqueue!r}")
-    for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform", "replica_wait"):
+    for name in ("poll_interval", "pool_timeout", "heartbeat_interval", "long_perform", "replica_wait", "suspect_wait"):
         if not _number(getattr(settings, name)) or getattr(settings, name) <= 0:
             raise ValueError(f"{name} must be a number > 0, got {getattr(settings, name)!r}")
     for name in ("settle", "min_perform_budget", "shutdown_timeout"):

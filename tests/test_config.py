@@ -14,7 +14,7 @@ def test_defaults():
     s = build_settings({"workers": [A]}, environ={})
     assert (s.threads_per_node, s.poll_interval, s.client_pool_size, s.pool_timeout) == (5, 1.0, 5, 5.0)
     assert s.redis_url is None  # embedded
-    assert (s.build_scheduler, s.build_splitter, s.number_of_nodes, s.node_number) == ("lag", "default", 1, 0)
+    assert (s.build_scheduler, s.build_splitter, s.number_of_nodes, s.node_number) == ("lag", None, 1, 0)
     assert s.ttin_file == "/tmp/lowkiq_ttin.txt"
     assert (A.shards_count, A.batch_size, A.max_retry_count, A.queue_name) == (5, 1, 25, "A")
 

@@ -59,12 +59,14 @@ def test_a_join_right_after_a_leave_during_long_performs_gives_no_shard_to_two_t
     # Member names make the assignment deterministic: pick a joiner whose arrival moves such a shard.
     joiner, (threads_with_b, moved) = next((name, plan) for name in (f"c{i}" for i in range(200))
                                            if (plan := moving_plan(name))[1])
-    a = server(tmp_path, redis_url, "a", APP_HANG="1", APP_PERFORM_SECONDS="0.2", LOWKIQ_MEMBER_NAME="a")
+    # Shards pinned to threads (Lowkiq's splitter): what moves between a process's threads here.
+    a = server(tmp_path, redis_url, "a", APP_HANG="1", APP_PERFORM_SECONDS="0.2", LOWKIQ_MEMBER_NAME="a",
+               LOWKIQ_SPLITTER="default")
     processes = [a]
     producer = Producer(versions, ids=60, every=0.005)
     try:
         wait_until(lambda: len(holdings(r).get(a.pid, ())) == SHARDS, timeout=15)
-        b = server(tmp_path, redis_url, "b", LOWKIQ_MEMBER_NAME="b")
+        b = server(tmp_path, redis_url, "b", LOWKIQ_MEMBER_NAME="b", LOWKIQ_SPLITTER="default")
         processes.append(b)
         wait_until(lambda: settled(r, {a.pid, b.pid}, SHARDS)
                    and holdings(r)[a.pid] == {index for _, index in threads_with_b}, timeout=15)
@@ -83,7 +85,7 @@ def test_a_join_right_after_a_leave_during_long_performs_gives_no_shard_to_two_t
         # "b" leaves: "a" acquires its shards, for threads that are busy; then the joiner arrives.
         assert b.stop() == 0
         wait_until(lambda: len(holdings(r).get(a.pid, ())) == SHARDS, timeout=5)
-        c = server(tmp_path, redis_url, "c", LOWKIQ_MEMBER_NAME=joiner)
+        c = server(tmp_path, redis_url, "c", LOWKIQ_MEMBER_NAME=joiner, LOWKIQ_SPLITTER="default")
         processes.append(c)
         wait_until(lambda: a.log().count("this process should hold") == 4, timeout=8)
         # The premise: "a" moved those shards between its threads while both were still performing.

@@ -13,6 +13,7 @@ from lowkiq.config import build_settings
 from lowkiq.server import schedulers
 from lowkiq.server.processor import Processor
 from lowkiq.server.schedulers import Lag, SchedulerContext, Seq
+from lowkiq.server.shard_pool import ShardPool
 from lowkiq.server.splitters import Shard
 
 
@@ -154,8 +155,9 @@ def counting_links(monkeypatch) -> None:
     monkeypatch.setattr(Link, "send", send)
 
 
-def drain_with_one_thread(runtime, shards, expected) -> tuple[int, int]:
-    """Run one server thread until ``expected`` ids are done; (round trips, batches)."""
+def drain_with_one_thread(runtime, shards, expected, pooled: bool = False) -> tuple[int, int]:
+    """Run one server thread until ``expected`` ids are done; (round trips, batches). ``pooled``: the thread
+    checks the shards out of a pool (the default server), its probes through the pool's connection."""
     done = []
 
     class Counting(Blank):
@@ -170,24 +172,30 @@ def drain_with_one_thread(runtime, shards, expected) -> tuple[int, int]:
     pool = redis.BlockingConnectionPool.from_url(runtime.redis_url, max_connections=2,
                                                  connection_class=CountingConnection)
     runtime.new_client = lambda size: redis.Redis(connection_pool=pool)
-    processor = Processor(0, runtime, stop, lambda e, p: None)
+    shard_pool = ShardPool(runtime.settings, runtime.new_client(2), runtime.due_clock()) if pooled else None
+    processor = Processor(0, runtime, stop, lambda e, p: None, pool=shard_pool)
     queue = runtime.queue(Counting)
     for s in shards:
-        processor.give(held_lease(queue, s.index))
+        lease = held_lease(queue, s.index)
+        if shard_pool is not None:
+            shard_pool.add(lease)
+        else:
+            processor.give(lease)
     CountingConnection.sent = 0
     processor.run()
     return CountingConnection.sent, len(done)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("pooled", [True, False], ids=["pool", "pinned"])
 @pytest.mark.parametrize("scheduler, extra", [("lag", 0.03), ("seq", 0.25)])
-def test_round_trips_per_batch(configure, monkeypatch, scheduler, extra):
+def test_round_trips_per_batch(configure, monkeypatch, scheduler, extra, pooled):
     runtime = configure(workers=[Blank], build_scheduler=scheduler, poll_interval=0.05)
     counting_links(monkeypatch)
     runtime.clock = __import__("time").time
     Blank.perform_async([{"id": i} for i in range(1000)])
     shards = [Shard(Blank, i) for i in range(Blank.shards_count)]
-    trips, batches = drain_with_one_thread(runtime, shards, 1000)
+    trips, batches = drain_with_one_thread(runtime, shards, 1000, pooled)
     assert batches == 1000
     # One ack+take per batch. lag adds a probe per poll interval (and one script load);
     # seq also pays for takes on shards that ran dry before the others.

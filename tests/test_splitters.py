@@ -21,7 +21,8 @@ def names(parts):
 
 
 def settings(**options):
-    return build_settings({"workers": WORKERS, **options}, environ={})
+    """Lowkiq's splitters are opt-in (the threads share the shards by default): these tests pin them."""
+    return build_settings({"workers": WORKERS, "build_splitter": "default", **options}, environ={})
 
 
 def test_shards_are_listed_worker_by_worker():

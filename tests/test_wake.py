@@ -133,7 +133,8 @@ def test_on_a_cluster_a_push_to_any_primary_wakes_the_idle_server(cluster):
     try:
         wait_until(lambda: server.waker is not None and server.waker.subscribed.is_set(), timeout=15)
         queue = runtime.queue(worker)
-        wait_until(lambda: sum(len(p.serving) for p in server.processors) == worker.shards_count, timeout=15)
+        wait_until(lambda: server.keeper is not None and server.keeper.pool is not None
+                   and len(server.keeper.pool.shards() or ()) == worker.shards_count, timeout=15)
         time.sleep(1.0)  # every thread has found its shards empty and sleeps for 30 s
         for shard in range(worker.shards_count):  # the shards live on every primary
             job_id = next(f"j{i}" for i in range(1000) if queue.shard_of(f"j{i}") == shard)

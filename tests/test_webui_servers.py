@@ -56,7 +56,7 @@ def test_live_servers_their_shards_and_their_disappearance(app_module, client, r
         assert {s["pid"] for s in found} == {first.pid, second.pid}
         for s in found:
             assert set(s) >= {"id", "host", "pid", "threads", "started_at", "heartbeat_at", "shards", "state"}
-            assert s["threads"] == 2 and s["state"] == "running" and len(s["shards"]["Recorder"]) == 2
+            assert s["threads"] == 2 and s["state"] == "serving" and len(s["shards"]["Recorder"]) == 2
         page = client.get("/lowkiq/servers").get_data(as_text=True)
         assert all(f"<td class=\"num\">{p}</td>" in page for p in (first.pid, second.pid))
         busy = client.get("/lowkiq/workers/Recorder/busy").get_data(as_text=True)

@@ -177,8 +177,11 @@ def api_busy(worker: str) -> Response:
     _, jobs = busy_jobs(c, view, c.queries(view).busy())
     # How long each has run (Redis time since its batch was taken; null when its lease does not say)
     # and whether that is past the worker's time_limit (a perform that ignores TimeLimitExceeded).
+    # Who performs it: the server's one name (its --name, else host:pid) and the thread, as its lease says.
     return reply({"jobs": [{**job_json(busy.job), "running_for": busy.running_for,
-                            "over_time_limit": busy.over_time_limit} for busy in jobs],
+                            "over_time_limit": busy.over_time_limit,
+                            "server": busy.lease.server.name if busy.lease and busy.lease.server else None,
+                            "thread": busy.lease.thread if busy.lease else None} for busy in jobs],
                   "time_limit": view.info.time_limit})
 
 

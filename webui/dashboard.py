@@ -26,11 +26,15 @@ def dashboard_data(c: Console) -> dict[str, Any]:
     }
     history_chart.record(c, [m for _, m in rows], now)
     from ..console.servers import unserved
+    from ..console.stalls import long_performs, stalls
     from .stale import stale_workers
 
+    stalled = stalls(c, rows, now)
     return {
         "servers": members,
         "unserved": unserved(c, rows, members),
+        "stalled": stalled,
+        "long_performs": long_performs(c, rows, members) if stalled else [],
         "stale": stale_workers(c, rows, members, now),
         "rows": rows,
         "broken": c.broken(),

@@ -469,9 +469,19 @@ SCHEMAS: Json = {
             "threads": {"type": "integer", "minimum": 0},
             "version": {**TEXT, "description": "lowkiq's version in that process."},
             "name": {**TEXT, "description": "Its stable name (LOWKIQ_MEMBER_NAME); empty when not set."},
+            "server": {**TEXT, "description": "Its one name on every page and in the API: its --name, else "
+                                              "host:pid.", "examples": ["worker-7", "web-1:4121"]},
             "started_at": UNIX_TIME,
             "heartbeat_at": UNIX_TIME,
-            "state": {**TEXT, "description": "running, or draining while it stops.", "examples": ["running", "draining"]},
+            "state": {"enum": ["serving", "waiting", "stopping"],
+                      "description": "serving; waiting while its other threads wait (a bounded time) for a batch "
+                                     "that was in flight when a server died, performed alone; stopping while it "
+                                     "hands its shards over."},
+            "waiting": {
+                **_nullable({"type": "object"}),
+                "description": "While waiting: the suspect batch's worker, shard and ids, the thread performing it, "
+                               "since when (unix time) and for how many more seconds at most the others wait.",
+            },
             "shards": {"type": "object", "additionalProperties": {"type": "array", "items": COUNT},
                        "description": "By worker name: the shards this process holds the lease of."},
             "failing_duties": {
@@ -609,7 +619,10 @@ SCHEMAS["BusyJob"] = _object(
      "over_time_limit": {"type": "boolean",
                          "description": "Running for longer than the worker's time_limit: a thread-isolated perform "
                                         "that ignores TimeLimitExceeded keeps its shard, or a child process about "
-                                        "to be killed."}},
+                                        "to be killed."},
+     "server": {**_nullable(TEXT), "description": "The server performing it (its --name, else host:pid); null when "
+                                                  "its shard's lease names no live server."},
+     "thread": {**_nullable(TEXT), "description": "The server thread performing it, as its shard's lease says."}},
     "A job in processing.",
     optional=["traceback", "clipped"],
 )

@@ -40,6 +40,7 @@ from .crash_isolation import CrashIsolation
 from .isolation import kill_all_children, serving
 from .keeper import Keeper
 from .processor import Processor
+from .shard_pool import ShardPool, pooled
 from .waker import Waker
 
 if TYPE_CHECKING:
@@ -119,10 +120,12 @@ class Server:
                      s.metrics_port)
         if s.on_server_init is not None:
             s.on_server_init()
-        isolation = CrashIsolation()
-        self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal, isolation)
+        isolation = CrashIsolation(suspect_wait=s.suspect_wait)
+        # two connections, as a thread's: a probe's pipeline and a slot map's rediscovery beside it
+        pool = ShardPool(s, self.runtime.new_client(2), self.runtime.due_clock()) if pooled(s) else None
+        self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal, isolation, pool)
                            for i in range(s.threads_per_node)]
-        self.keeper = Keeper(self.runtime, self.processors)
+        self.keeper = Keeper(self.runtime, self.processors, pool=pool)
         log.info("server %s: %d threads for %d shards of %s, shared through leases with the other live servers",
                  self.keeper.member_id[:8], s.threads_per_node, sum(w.shards_count for w in s.workers),
                  ", ".join(w.__name__ for w in s.workers))

@@ -1,8 +1,9 @@
 """A server process's health for probes (Kubernetes' liveness and readiness), on ``--metrics-port``.
 
 ``/healthz``: the process is alive and Redis answers it (its keeper's last heartbeat got a reply within
-``lease_ttl``). ``/readyz``: besides, it is not stopping and holds every shard the assignment gives it (its
-share), so a rolling deploy that waits for readiness moves on only once the new process serves. Each
+``lease_ttl``). ``/readyz``: besides, it is not stopping, holds every shard the assignment gives it (its
+share) and is not stalled (its threads waiting for a suspect batch), so a rolling deploy that waits for
+readiness moves on only once the new process serves. Each
 answers 200 or 503 with a small JSON body saying which check failed; ``/metrics`` is Prometheus's text.
 """
 
@@ -43,7 +44,16 @@ class Health:
         keeper = self.keeper()
         redis = self._redis(keeper)
         shards = self._shards(keeper)
-        return redis["ok"] and shards["ok"], {"redis": redis, "shards": shards}
+        stall = self._stall(keeper)
+        return redis["ok"] and shards["ok"] and stall["ok"], {"redis": redis, "shards": shards, "stall": stall}
+
+    @staticmethod
+    def _stall(keeper: Keeper | None) -> Check:
+        waiting = None if keeper is None or keeper.isolation is None else keeper.isolation.waiting_on()
+        if waiting is None:
+            return {"ok": True}
+        return {"ok": False, "reason": f"its threads wait for a suspect batch of {waiting.get('worker')} "
+                                       f"({waiting.get('for_at_most')} s more at most)", "waiting": waiting}
 
     def _redis(self, keeper: Keeper | None) -> Check:
         answered = None if keeper is None else keeper.answered_at

@@ -36,18 +36,23 @@ from .duties.minute_totals import MinuteTotals
 from .duties.replica_counts import ReplicaCounts
 from .duties.schedule_ticks import ScheduleTicks
 from .holdings import Holdings, shard_id
+from .shard_pool import LOST as POOL_LOST
+from .shard_pool import RELEASE as POOL_RELEASE
+from .shard_pool import ShardPool
 from .ticker import Ticker
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
     from ..worker import Worker
+    from .crash_isolation import CrashIsolation
     from .processor import Processor
 
 log = logging.getLogger("lowkiq.server")
 
 
 class Keeper:
-    def __init__(self, runtime: Runtime, processors: Sequence[Processor], *, member_id: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, processors: Sequence[Processor], *, member_id: str | None = None,
+                 pool: ShardPool | None = None) -> None:
         self.runtime = runtime
         self.settings = s = runtime.settings
         self.processors = list(processors)
@@ -63,6 +68,10 @@ class Keeper:
         self.hint = (s.number_of_nodes, s.node_number) if s.number_of_nodes > 1 or s.build_splitter == "by_node" else None
         self.started_ms = int(time.time() * 1000)
         self.holdings = Holdings(runtime, self.member_id)
+        # With no splitter, the held shards are a pool every thread checks out from (lowkiq.server.shard_pool).
+        self.pool = pool
+        # The process's crash isolation: whether its threads wait for a suspect batch (told in each beat).
+        self.isolation: CrashIsolation | None = next((p.isolation for p in self.processors), None)
         for processor in self.processors:  # its threads hand shards back to it, and share its holdings
             processor.keeper, processor.holdings = self, self.holdings
         self.thread_of: dict[ShardId, int] = {}
@@ -79,7 +88,7 @@ class Keeper:
         # The next beat tells the other members at once (this process came, or begins to leave).
         self.announce = True
         self.members: list[membership.Member] = []
-        self.draining = False
+        self.draining: bool = False
         self.wake = threading.Event()
         self.ticked_at = time.monotonic()
         # When a heartbeat last got its reply (monotonic): the server's /healthz says Redis answers it.
@@ -187,6 +196,8 @@ class Keeper:
         generation = self.client.generation
         if generation != self.generation:
             if self.generation:  # not the first look: its calls went elsewhere (a failover, a new slot map)
+                if self.pool is not None:
+                    self.pool.followed()
                 for processor in self.processors:
                     processor.primary_moved()
             self.generation = generation
@@ -245,6 +256,7 @@ class Keeper:
             state=membership.DRAINING if self.draining else membership.RUNNING,
             started_ms=self.started_ms, queues=self.queues, hint=self.hint, stable_name=s.member_name,
             shards=held, ttl_ms=ttl_ms, failing=[f.as_json() for f in self.duties.failing()],
+            waiting=None if self.isolation is None else self.isolation.waiting_on(),
         )
 
     # -- acting on the assignment ----------------------------------------
@@ -265,8 +277,18 @@ class Keeper:
             log.info("keeper: this process should hold %d shards (%d live processes%s)", len(desired),
                      len(self.members), f"; paused: {', '.join(sorted(self.paused))}" if self.paused else "")
             self.desired = desired
-            self.thread_of = self.split(desired)
+            if self.pool is None:
+                self.thread_of = self.split(desired)
         held = self.holdings.held()
+        if self.pool is not None:
+            # A shard no thread performs is released now, whatever the threads are doing; one being performed
+            # by its thread once its batch is acknowledged.
+            free = [lease for shard, lease in held.items()
+                    if shard not in desired and lease.lost is None and self.pool.take_back(lease, POOL_RELEASE)]
+            if free:
+                self.release(free)
+                self.pool_changed()
+            return
         for shard, lease in held.items():
             # Asked of the thread it was given to, the only one that may serve it: a thread only reads
             # its inbox between batches, so a shard given to a busy thread is not served by it yet.
@@ -303,6 +325,9 @@ class Keeper:
         return self.given.get(shard, self.thread_of.get(shard, 0))
 
     def give(self, shard: ShardId, lease: Lease) -> None:
+        if self.pool is not None:
+            self.pool.add(lease)
+            return
         thread = self.thread_of.get(shard, 0)
         self.given[shard] = thread
         self.processors[thread].give(lease)
@@ -316,6 +341,17 @@ class Keeper:
         for shard, outcome in zip(shards, outcomes):
             if isinstance(outcome, Lease):
                 self.give(shard, outcome)
+        if self.pool is not None and any(isinstance(outcome, Lease) for outcome in outcomes):
+            self.pool_changed()
+
+    def pool_changed(self) -> None:
+        assert self.pool is not None
+        shards = self.pool.shards()
+        if shards is None:
+            return
+        names = [str(Shard(self.workers[queue], index)) for queue, index in shards]
+        log.info("keeper: the pool of %d threads serves shards %s", len(self.processors), " ".join(names) or "(none)",
+                 extra=log_format.fields(shards=names))
 
     def wants(self, lease: Lease) -> bool:
         """Whether this process still means to serve the shard: a thread moving it releases it otherwise."""
@@ -344,7 +380,10 @@ class Keeper:
         # group permits first: a permit must not end before the lease it stands for (docs/fairness.md)
         group_limits.extend(self.wire, due)
         for lease in self.holdings.renew(self.wire, due):
-            self.processors[self.thread_of_lease(lease)].drop_lost(lease)
+            if self.pool is not None:
+                self.pool.take_back(lease, POOL_LOST)
+            else:
+                self.processors[self.thread_of_lease(lease)].drop_lost(lease)
 
     def release(self, held: Sequence[Lease], acked: dict[int, Sequence[str]] | None = None) -> None:
         """Release leases (with the last batch of each acknowledged); refusals only mean it was lost already."""

@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 from .. import log_format
 from ..store import lua
 from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
-from ..store.queue import Queue
+from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
 from .crash_isolation import CrashIsolation
 from .holdings import Holdings, ShardOwner
 from .isolation import close_thread_children
 from .shard_handler import Ack, ShardHandler, StopProcess
+from .shard_pool import LOST as POOL_LOST
+from .shard_pool import Entry, ShardPool, heads
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -62,6 +64,7 @@ class Processor:
         stop: threading.Event,
         on_fatal: Callable[[BaseException, bool], None],
         isolation: CrashIsolation | None = None,
+        pool: ShardPool | None = None,
     ) -> None:
         self.number = number
         self.name = f"lowkiq-{number}"
@@ -99,6 +102,14 @@ class Processor:
         # What the scheduler compares the shards' perform_in (Redis time) with: Redis's clock, estimated
         # from the keeper's beats; never this host's, which may be seconds off.
         self.due_clock = runtime.due_clock()
+        # With no splitter (the default) the threads share the process's shards: see lowkiq.server.shard_pool.
+        self.pool = pool
+        self.current: Entry | None = None  # the pooled shard this thread took its batch from
+        self.leaving: list[Entry] = []  # pooled shards given up, checked in, to release
+        self.pending_entry: Entry | None = None  # the pooled shard whose batch waits for its ack
+        self._pooled_handlers: dict[int, ShardHandler] = {}  # id(lease) -> this thread's handler of it
+        if pool is not None:
+            pool.wakes.append(self.wake)
         self.thread = threading.Thread(target=self.run, name=self.name, daemon=True)
 
     def start(self) -> None:
@@ -120,11 +131,18 @@ class Processor:
 
     def nudge(self, queue_name: str, shard: int) -> None:
         """A push gave this shard work (the waker's thread): look at it now if this thread serves it."""
+        if self.pool is not None:
+            if self.number == 0:  # the waker tells every thread; the pool needs it once
+                self.pool.nudge(queue_name, shard)
+            return
         if (queue_name, shard) in self.serving:
             self.nudged.append((queue_name, shard))
             self.wake.set()
 
     def drop_lost(self, lease: Lease) -> None:
+        if self.pool is not None:
+            self.pool.take_back(lease, POOL_LOST)
+            return
         self.inbox.append((LOST, lease, False))
         self.wake.set()
 
@@ -150,7 +168,10 @@ class Processor:
                     self._refused(exc)
                 except REDIS_ERRORS as exc:
                     self._outage(exc)
-            self._hand_everything_back()
+            if self.pool is not None:
+                self._pool_stop(self.pool)
+            else:
+                self._hand_everything_back()
         except StopProcess as exc:
             self.on_fatal(exc.cause, True)
         except BaseException as exc:  # a bug outside any perform: the process must stop
@@ -165,6 +186,9 @@ class Processor:
             log.info("thread %d stopped", self.number)
 
     def step(self) -> None:
+        if self.pool is not None:
+            self._pool_step(self.pool)
+            return
         self.wake.clear()
         if self.moved or self.wire.transport.generation != self.generation:
             self._followed()
@@ -209,9 +233,16 @@ class Processor:
         if not taken.jobs:
             self._let_go()
             return
-        if taken.suspect and not self._alone(handler):
+        if taken.suspect and not self._alone(handler, [job.id for job in taken.jobs]):
             self.scheduler.due(index, self.due_clock())  # back at the head of its shard
             return
+        ack = self._perform(handler, taken)
+        if ack is None:
+            self.scheduler.due(index, self.due_clock())
+        self.pending = ack
+
+    def _perform(self, handler: ShardHandler, taken: Taken) -> Ack | None:
+        """Perform a batch in hand: its pending ack, or None when it failed (written as failed)."""
         self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
         try:
             # Within the try: a renewal that fails must still end the crash isolation's claim, or
@@ -229,9 +260,7 @@ class Processor:
             if taken.suspect:
                 self.isolation.release(self.name)
         self.uncertain = False
-        if ack is None:
-            self.scheduler.due(index, self.due_clock())
-        self.pending = ack
+        return ack
 
     def _read_nudges(self) -> None:
         assert self.scheduler is not None
@@ -242,13 +271,18 @@ class Processor:
                 if handler.shard.index == shard and handler.lease.keys.queue_name == queue_name:
                     self.scheduler.due(index, now)
 
-    def _alone(self, handler: ShardHandler) -> bool:
+    def _alone(self, handler: ShardHandler, ids: list[str]) -> bool:
         """A suspect batch in hand: wait until it is the only batch in processing in this process.
         When another thread is already performing one alone (or the process stops), the batch goes
         back to its place in the queue and is taken again later."""
-        if self.isolation.claim(self.name, self.stop):
-            log.info("thread %d: shard %s: performing a batch alone: it was in flight when a server died",
-                     self.number, handler.shard, extra=_shard_fields(handler.lease))
+        worker = handler.lease.shard.worker
+        limit = worker.time_limit
+        bound = None if limit is None else limit + (worker.time_limit_grace if worker.isolation == "process" else 0)
+        suspect = {"worker": worker.__name__, "shard": handler.shard.index, "ids": ids[:20]}
+        if self.isolation.claim(self.name, self.stop, bound, suspect):
+            log.info("thread %d: shard %s: performing a batch alone: it was in flight when a server died (the "
+                     "other threads wait for it %.0f s at most)", self.number, handler.shard,
+                     self.isolation.suspect_wait if bound is None else bound, extra=_shard_fields(handler.lease))
             return True
         self.uncertain = True
         with fenced():
@@ -268,12 +302,7 @@ class Processor:
     def probe(self) -> list[float | None]:
         """Every served shard's earliest perform_in, one pipelined round trip of plain reads. A shard that
         holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
-        pipe = self.client.pipeline(transaction=False)
-        for h in self.handlers:
-            pipe.zrange(h.lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
-            pipe.zrange(h.lease.keys.groups_zset, 0, 0, withscores=True)
-        replies = pipe.execute()
-        return [(groups or head)[0][1] if head else None for head, groups in zip(replies[::2], replies[1::2])]
+        return heads(self.client, [h.lease for h in self.handlers])
 
     # -- shards coming and going -------------------------------------------
 
@@ -375,6 +404,184 @@ class Processor:
             if kind == LOST:
                 self._forget(lease)
 
+
+    # -- the pool (no splitter): see lowkiq.server.shard_pool ------------------------------------------------
+
+    def _pool_step(self, pool: ShardPool) -> None:
+        self.wake.clear()
+        if self.leaving:
+            self._pool_finish_leaving(pool)
+        if self.moved or self.wire.transport.generation != self.generation:
+            self._pool_followed(pool)
+        if self.recovering:
+            restored = self._pool_recover(pool)
+            log.warning("thread %d: Redis is back; %d jobs this thread had in flight went back to the queue",
+                        self.number, restored)
+        if self.isolation.claimed_by_other(self.name):
+            # Another thread performs a suspect batch alone: acknowledge, hold nothing, wait (a bounded time).
+            self._pool_flush(pool)
+            self._let_go()
+            self.isolation.wait_turn(self.name, self.stop)
+            return
+        entry = pool.checkout(self.name, self.pending_entry)
+        if entry is None:
+            self._pool_flush(pool)
+            self._let_go()
+            pool.sleep(self.wake, pool.idle_for())
+            return
+        self.current = entry
+        handler = self._pooled(entry.lease)
+        if entry.stale:
+            # Only the thread that has a shard checked out may touch its processing area.
+            self._pool_flush(pool, keep=entry)
+            self.uncertain = True
+            _, lost = self._holdings.restore(self.wire, [entry.lease], f"thread {self.number}")
+            self.uncertain = False
+            entry.stale = False
+            if lost:
+                self._pool_done(pool, entry, lost=True)
+                return
+        if not self.holding:
+            if not self.isolation.hold(self.name, self.stop):
+                self._pool_done(pool, entry)
+                return
+            self.holding = True
+        self.uncertain = True
+        taken = handler.take(self.pending)
+        previous, self.pending, self.pending_entry = self.pending_entry, None, None
+        self.uncertain = False
+        # previous's batch is acknowledged: checked in, another thread may take there now
+        then = pool.took(entry, len(taken.jobs), taken.next_perform_in, previous)
+        if previous is not None and previous is not entry:
+            self._pool_left(pool, previous, then)
+        if not taken.jobs:
+            self._let_go()
+            self._pool_done(pool, entry)
+            return
+        if taken.suspect and not self._alone(handler, [job.id for job in taken.jobs]):
+            pool.due(entry, self.due_clock())  # back at the head of its shard
+            self._pool_done(pool, entry)
+            return
+        ack = self._perform(handler, taken)
+        if ack is None:
+            pool.due(entry, self.due_clock())
+            self._pool_done(pool, entry)
+        else:
+            # The shard stays checked out until the ack rides on this thread's next take (or is flushed):
+            # a shard never has two batches in processing.
+            self.pending, self.pending_entry = ack, entry
+            self.current = None
+
+    def _pooled(self, lease: Lease) -> ShardHandler:
+        handler = self._pooled_handlers.get(id(lease))
+        if handler is None or handler.lease is not lease:
+            handler = self._handler(lease)
+            self._pooled_handlers[id(lease)] = handler
+        lease.check = self._check_lease  # lowkiq.context().lease_lost asks Redis through the performing thread
+        return handler
+
+    def _pool_flush(self, pool: ShardPool, keep: Entry | None = None) -> None:
+        """Acknowledge the pending batch and check its shard in (unless it is ``keep``, taken again now)."""
+        entry = self.pending_entry
+        self._flush()
+        self.pending_entry = None
+        if entry is not None and entry is not keep:
+            self._pool_done(pool, entry)
+
+    def _pool_done(self, pool: ShardPool, entry: Entry, *, lost: bool = False) -> None:
+        """Check the shard in; release it here when the process gave it up meanwhile."""
+        if self.current is entry:
+            self.current = None
+        if self.pending_entry is entry:
+            self.pending_entry = None
+        if lost:
+            pool.mark(entry, POOL_LOST)
+        self._pool_left(pool, entry, pool.checkin(entry))
+
+    def _pool_left(self, pool: ShardPool, entry: Entry, then: str | None) -> None:
+        """After a checkin: release or forget the shard when the process gave it up or lost it meanwhile."""
+        if then is None:
+            return
+        self._pooled_handlers.pop(id(entry.lease), None)
+        if then == POOL_LOST:
+            group_limits.forget(entry.lease)  # its permits end with the lease in Redis
+            pool.drop(entry)
+            return
+        self.leaving.append(entry)
+        self._pool_finish_leaving(pool)
+
+    def _pool_finish_leaving(self, pool: ShardPool) -> None:
+        """Release the shards this thread checked in after the process gave them up (its last batch there is
+        acknowledged); one that meets a Redis error is released at the next step."""
+        while self.leaving:
+            entry = self.leaving[0]
+            lease = entry.lease
+            if lease.lost is None:
+                restored = self._holdings.release(self.wire, [lease], {})
+                if restored:
+                    log.warning("thread %d: shard %s released with %d jobs put back into the queue",
+                                self.number, lease.shard, restored, extra=_shard_fields(lease, restored=restored))
+            self.leaving.pop(0)
+            pool.drop(entry)
+            if self.keeper is not None:
+                self.keeper.returned(lease, released=True)
+
+    def _pool_owned(self) -> list[Entry]:
+        return [e for e in (self.current, self.pending_entry) if e is not None]
+
+    def _pool_refused(self, pool: ShardPool, exc: LeaseRefused) -> None:
+        entry = next((e for e in self._pool_owned() if e.lease.keys.lease_hash == exc.lease_key), None)
+        if entry is None:
+            log.warning("thread %d: a lease was refused (%s)", self.number, exc)
+        else:
+            self._holdings.lost(entry.lease, exc.reason, f"thread {self.number}",
+                                "another process serves it now, and runs again whatever this thread had in flight there")
+            if self.pending is not None and self.pending.handler.lease is entry.lease:
+                self.pending = None
+            self._pool_done(pool, entry, lost=True)
+        if self.uncertain:
+            # A pipelined ack + take: the take on the other shard may have happened.
+            self.recovering = True
+            self.pending = None
+            self.uncertain = False
+
+    def _pool_recover(self, pool: ShardPool) -> int:
+        """Put back what the shards this thread has checked out hold in processing, and check them in."""
+        owned = self._pool_owned()
+        self.pending = None
+        restored, lost = self._holdings.restore(self.wire, [e.lease for e in owned], f"thread {self.number}")
+        for entry in owned:
+            self._pool_done(pool, entry, lost=entry.lease in lost)
+        self.recovering = False
+        pool.forget_heads()
+        return restored
+
+    def _pool_followed(self, pool: ShardPool) -> None:
+        """The thread's calls go to another node now (see ``_followed``): every pooled shard is put back at its
+        next checkout, by the thread that checks it out; this thread acknowledges its last batch there."""
+        told, self.moved = self.moved, False
+        first = self.generation == 0 and not told
+        self.generation = self.wire.transport.generation
+        if first:
+            return
+        pool.followed()
+        self.recovering = True  # the flush below goes to the new primary; if it fails, the step after does it
+        self._pool_flush(pool)
+        self.recovering = bool(self._pool_owned())
+        if self.recovering:
+            self._pool_recover(pool)
+
+    def _pool_stop(self, pool: ShardPool) -> None:
+        """Stopping: acknowledge the last batch and check the shard in; the keeper releases what is left."""
+        try:
+            self._pool_flush(pool)
+            for entry in self._pool_owned():
+                self._pool_done(pool, entry)
+            self._pool_finish_leaving(pool)
+        except REDIS_ERRORS as exc:
+            log.warning("thread %d: could not acknowledge its last batch (%s); it runs again after the takeover",
+                        self.number, exc)
+
     # -- leases and failures -------------------------------------------------
 
     def _renew(self, lease: Lease) -> None:
@@ -394,6 +601,9 @@ class Processor:
         return reason
 
     def _refused(self, exc: LeaseRefused) -> None:
+        if self.pool is not None:
+            self._pool_refused(self.pool, exc)
+            return
         handler = next((h for h in self.handlers if h.lease.keys.lease_hash == exc.lease_key), None)
         if handler is None:
             log.warning("thread %d: a lease was refused (%s)", self.number, exc)

@@ -1,10 +1,12 @@
 """Which of its shards a server thread works next.
 
-Each thread has its own scheduler over the shards it owns (indexes into
-``context.shards``). The thread asks ``next_shard()``; ``None`` means
-"nothing to do", and the thread waits ``idle_for()`` seconds (woken early
-by shutdown). After every take the thread reports what it found with
-``taken()``, which is how a scheduler learns for free what Redis knows.
+A process's threads share one scheduler over the shards the process holds (the pool,
+``lowkiq.server.shard_pool``), or with a splitter each thread has its own over the shards
+it was given (indexes into ``context.shards``). A thread asks ``next_shard()``; ``None``
+means "nothing to do", and the thread waits ``idle_for()`` seconds (woken early by
+shutdown). ``busy`` holds the indexes other threads are performing now: the built-in
+schedulers choose among the others. After every take the thread reports what it found
+with ``taken()``, which is how a scheduler learns for free what Redis knows.
 
 Workers' ``priority`` (docs/fairness.md): among shards with ready work, both built-in schedulers take
 from the highest priority first; equal priorities follow the scheduler as before. In a shard that holds
@@ -54,6 +56,8 @@ class Scheduler:
         self.priorities = [getattr(shard.worker, "priority", 0) for shard in context.shards]
         # None when every shard has the same priority: the schedulers' paths of old, at no cost
         self.levels = sorted(set(self.priorities), reverse=True) if len(set(self.priorities)) > 1 else None
+        # indexes of the shards other threads are performing now (a pool's), not to be chosen
+        self.busy: set[int] = set()
 
     def next_shard(self) -> int | None:
         raise NotImplementedError
@@ -92,18 +96,19 @@ class Lag(Scheduler):
         if now - self.probed_at >= self.context.poll_interval:
             self._probe(now)
         index = self._oldest()
-        if self.heads[index] <= now:
+        if index is not None and self.heads[index] <= now:
             return index
-        if self.probed_at < now:
+        if index is not None and self.probed_at < now:
             # The cache may have missed new jobs: look once before idling.
             self._probe(now)
             index = self._oldest()
-            if self.heads[index] <= now:
+            if index is not None and self.heads[index] <= now:
                 return index
         return None
 
     def idle_for(self) -> float:
-        wait = min(self.heads) - self.context.clock()
+        heads = [h for i, h in enumerate(self.heads) if i not in self.busy] if self.busy else self.heads
+        wait = (min(heads) if heads else INF) - self.context.clock()
         return min(self.context.poll_interval, max(wait, 0.001))
 
     def taken(self, index: int, found: int, next_perform_in: float | None) -> None:
@@ -115,16 +120,19 @@ class Lag(Scheduler):
     def forget(self) -> None:
         self.probed_at = -INF
 
-    def _oldest(self) -> int:
+    def _oldest(self) -> int | None:
         heads = self.heads
-        oldest = min(self._indexes, key=heads.__getitem__)
+        free = [i for i in self._indexes if i not in self.busy] if self.busy else self._indexes
+        if not free:
+            return None
+        oldest = min(free, key=heads.__getitem__)
         if self.levels is None:
             return oldest
         now = self.context.clock()
         if heads[oldest] > now:
             return oldest  # nothing ready: the soonest, whatever its priority
         priorities = self.priorities
-        return min((i for i in self._indexes if heads[i] <= now), key=lambda i: (-priorities[i], heads[i]))
+        return min((i for i in free if heads[i] <= now), key=lambda i: (-priorities[i], heads[i]))
 
     def _probe(self, now: float) -> None:
         self.heads = [INF if head is None else head for head in self.context.probe()]
@@ -152,11 +160,15 @@ class Seq(Scheduler):
     def next_shard(self) -> int | None:
         if self.levels is not None:
             return self._next_by_priority()
-        if self.empty_in_a_row >= self.count:
+        free = self.count - len(self.busy)
+        if free <= 0 or self.empty_in_a_row >= free:
             self.empty_in_a_row = 0
             return None
-        self.position = (self.position + 1) % self.count
-        return self.position
+        for _ in range(self.count):
+            self.position = (self.position + 1) % self.count
+            if self.position not in self.busy:
+                return self.position
+        return None
 
     def _next_by_priority(self) -> int | None:
         now = self.context.clock()
@@ -166,8 +178,11 @@ class Seq(Scheduler):
                 self.resting_until[n] = now + self.context.poll_interval
             if self.resting_until[n] > now:
                 continue
-            self.cursor[n] = (self.cursor[n] + 1) % len(members)
-            return members[self.cursor[n]]
+            for _ in range(len(members)):
+                self.cursor[n] = (self.cursor[n] + 1) % len(members)
+                if members[self.cursor[n]] not in self.busy:
+                    return members[self.cursor[n]]
+            # every shard of this priority is busy: the next priority's turn
         self.resting_until = [-INF] * len(self.members)  # a round of every priority found nothing
         return None
 

@@ -45,6 +45,20 @@ class Member:
     ttl_ms: int
     # the keeper's periodic duties whose last run failed: {"duty", "error", "since", "failures"} each
     failing: tuple[Mapping[str, Any], ...] = ()
+    # a suspect batch its other threads wait for: {"worker", "shard", "ids", "thread", "since", "for_at_most"}
+    waiting: Mapping[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        """The server's one name, on every page and in the API: its --name, else host:pid."""
+        return self.stable_name or f"{self.host}:{self.pid}"
+
+    @property
+    def activity(self) -> str:
+        """"stopping" (handing its shards over), "waiting" (its threads wait for a suspect batch) or "serving"."""
+        if self.state == DRAINING:
+            return "stopping"
+        return "waiting" if self.waiting else "serving"
 
     @property
     def heartbeat_ms(self) -> int:
@@ -58,9 +72,11 @@ class Member:
             "threads": self.threads,
             "version": self.version,
             "name": self.stable_name,
+            "server": self.name,
             "started_at": self.started_ms / 1000,
             "heartbeat_at": self.heartbeat_ms / 1000,
-            "state": self.state,
+            "state": self.activity,
+            "waiting": dict(self.waiting) if self.waiting else None,
             "shards": {queue: list(indexes) for queue, indexes in sorted(self.shards.items())},
             "failing_duties": [dict(f) for f in self.failing],
         }
@@ -68,7 +84,7 @@ class Member:
 
 def info(*, threads: int, version: str, state: str, started_ms: int, queues: Sequence[tuple[str, int]],
          hint: tuple[int, int] | None, stable_name: str, shards: Mapping[str, Sequence[int]], ttl_ms: int,
-         failing: Sequence[Mapping[str, Any]] = ()) -> str:
+         failing: Sequence[Mapping[str, Any]] = (), waiting: Mapping[str, Any] | None = None) -> str:
     """This process's heartbeat record."""
     return json.dumps({
         "host": socket.gethostname(),
@@ -83,6 +99,7 @@ def info(*, threads: int, version: str, state: str, started_ms: int, queues: Seq
         "shards": {q: sorted(indexes) for q, indexes in shards.items() if indexes},
         "ttl_ms": ttl_ms,
         **({"failing": list(failing)} if failing else {}),
+        **({"waiting": dict(waiting)} if waiting else {}),
     }, separators=(",", ":"))
 
 
@@ -108,6 +125,7 @@ def parse(member_id: str, raw: bytes | str | None, expires_ms: float) -> Member 
             expires_ms=int(float(expires_ms)),
             ttl_ms=int(data.get("ttl_ms", 0)),
             failing=tuple(_failure(f) for f in data.get("failing") or ()),
+            waiting=dict(data["waiting"]) if isinstance(data.get("waiting"), dict) else None,
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
