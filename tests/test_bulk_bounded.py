@@ -119,8 +119,10 @@ print(console.act_on_all(view, "morgue_requeue_all", who="ops", source="cli", ac
 def run_requeue_all(tmp_path, redis_url: str) -> subprocess.Popen[str]:
     script = tmp_path / "requeue_all.py"
     script.write_text(RUNNER)
+    # SIGINT at its default in the runner, whatever this process inherited (a background job's is ignored)
     return subprocess.Popen([sys.executable, str(script), redis_url], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def dead_then_cut(big, r, tmp_path, redis_url, signum: int) -> tuple[int, int]:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +28,8 @@ EXAMPLE = "django_project"
 def django_site(redis_server: RedisServer) -> Iterator[None]:
     """The example project set up in this process, its database a fresh in-memory one."""
     folder = on_path(EXAMPLE)
+    # Django sets the process's TZ (and calls tzset) from TIME_ZONE: put it back for the tests after these.
+    tz = os.environ.get("TZ")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DJANGO_SETTINGS_MODULE", "mysite.settings")
         patch.setenv("LOWKIQ_REDIS_URL", redis_server.url)  # the example's settings read it
@@ -38,9 +41,16 @@ def django_site(redis_server: RedisServer) -> Iterator[None]:
         django.setup()
         setup_test_environment()
         old_name = connection.creation.create_test_db(verbosity=0)
-    yield
-    connection.creation.destroy_test_db(old_name, verbosity=0)
-    teardown_test_environment()
+    try:
+        yield
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        teardown_test_environment()
+        if tz is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = tz
+        time.tzset()
 
 
 @pytest.fixture

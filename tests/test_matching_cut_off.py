@@ -101,8 +101,10 @@ def test_a_confirmed_requeue_interrupted_records_where_it_was_cut_off(bulk, tmp_
         actions.kill(ids[first:first + 1_000])
     q = bulk.queries(Bulk)
     assert q.morgue_count() == JOBS
+    # SIGINT at its default in the CLI, whatever this process inherited (a background job's is ignored)
     cli = subprocess.Popen([lowkiq_bin(), "morgue", "requeue", "Bulk", "--all", "--yes", "--redis-url", redis_url],
-                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
         while q.morgue_count() > JOBS - 5_000 and time.monotonic() < deadline:

@@ -61,7 +61,7 @@ def start_of(text: str) -> int:
     """A request's ``from`` (absent or empty: 0); BadInput saying what is wrong with it."""
     if not text:
         return 0
-    if not text.isdigit() or len(text) > 6:
+    if not (text.isascii() and text.isdigit()) or len(text) > 6:  # "²" is a digit to str.isdigit, not to int()
         raise BadInput(f"from must be a worker's position, a whole number from 0, got {text[:40]!r}")
     return int(text)
 
