@@ -23,7 +23,7 @@ class Boom(lowkiq.Worker):
         pass
 
 
-def test_the_apps_logging_set_up_is_honoured_and_a_failed_perform_carries_its_traceback(tmp_path, redis_url):
+def test_the_apps_logging_set_up_is_honoured_and_a_failed_perform_carries_its_traceback(tmp_path, redis_url, r):
     tracked = tmp_path / "tracker.jsonl"
     server = start_server(tmp_path, redis_url, app=APPS / "logging_app.py",
                           env={**FAST_LEASES, "APP_TRACKER_FILE": str(tracked)})

@@ -62,7 +62,7 @@ def performed_orders(tmp_path) -> dict[str, dict]:
     return {rec["id"]: rec for rec in records(tmp_path, "order")}
 
 
-def test_a_runaway_perform_holds_its_own_shard_only(tmp_path, redis_url):
+def test_a_runaway_perform_holds_its_own_shard_only(tmp_path, redis_url, r):  # r: a flushed Redis
     server = start_server(tmp_path, redis_url, "-t", "2", app=APP, env=FAST_LEASES)
     try:
         lowkiq.configure(redis_url=redis_url, workers=[Runaway, Slow, Orders])
