@@ -72,12 +72,11 @@ class Duties:
         self.next_at = {duty.name: 0.0 for duty in self.duties}  # all due on the first beat
         self._failures: dict[str, Failure] = {}
 
-    def run_due(self, *, skip: Callable[[Duty], bool] = lambda duty: False) -> None:
-        """Run every due duty but those ``skip`` names; an outage met by one is raised after all had their turn."""
+    def run_due(self) -> None:
+        """Run every due duty; an outage met by one is raised after all had their turn."""
         outage: BaseException | None = None
         for duty in self.duties:
-            now = self.clock()
-            if now < self.next_at[duty.name] or skip(duty):
+            if self.clock() < self.next_at[duty.name]:
                 continue
             try:
                 duty.run()
@@ -89,8 +88,7 @@ class Duties:
                 self._failed(duty, exc)
                 continue
             self.next_at[duty.name] = self.clock() + duty.every
-            if self._failures.pop(duty.name, None) is not None:
-                log.info("keeper: duty %s runs again", duty.name, extra=log_format.fields(duty=duty.name))
+            self._recovered(duty)
         if outage is not None:
             raise outage
 
@@ -105,11 +103,14 @@ class Duties:
         except Exception as exc:
             self._failed(duty, exc)
         else:
-            if self._failures.pop(duty.name, None) is not None:
-                log.info("keeper: duty %s runs again", duty.name, extra=log_format.fields(duty=duty.name))
+            self._recovered(duty)
 
     def failing(self) -> list[Failure]:
         return sorted(self._failures.values(), key=lambda f: f.duty)
+
+    def _recovered(self, duty: Duty) -> None:
+        if self._failures.pop(duty.name, None) is not None:
+            log.info("keeper: duty %s runs again", duty.name, extra=log_format.fields(duty=duty.name))
 
     def _failed(self, duty: Duty, exc: Exception) -> None:
         previous = self._failures.get(duty.name)
