@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import serializers
+from .errors import ConfigurationError
 from .middleware import Middleware
 from .options import MAX_CPU, from_environment
 
@@ -108,7 +109,7 @@ def _as_tuple(value: Any, name: str) -> tuple[Any, ...]:
 
 
 def _validate(settings: Settings) -> None:
-    from .worker import Worker, check_perform, refuse_coroutine  # at call time: worker.py reaches config
+    from .worker import Worker, check_perform, is_async, is_coroutine, refuse_coroutine  # worker.py reaches config
 
     for w in settings.workers:
         if not (isinstance(w, type) and issubclass(w, Worker)):
@@ -130,9 +131,22 @@ def _validate(settings: Settings) -> None:
     for subscriber in settings.subscribers:
         if not callable(subscriber):
             raise TypeError(f"subscribers must be callables taking a lowkiq.events.Event, got {subscriber!r}")
+    sync_workers = [w.__name__ for w in settings.workers if not is_async(w)]
+    if len(sync_workers) < len(settings.workers) and settings.build_splitter is not None:
+        raise ConfigurationError(
+            "async workers (async def perform) cannot be served with a splitter: a splitter pins shards to "
+            "threads, and async workers' shards are performed by the process's event loop. Leave splitter unset")
     for name in ("server_middlewares", "client_middlewares", "subscribers"):
         for i, fn in enumerate(getattr(settings, name)):
-            refuse_coroutine(fn, f"{name}[{i}] ({getattr(fn, '__qualname__', type(fn).__name__)})")
+            where = f"{name}[{i}] ({getattr(fn, '__qualname__', type(fn).__name__)})"
+            if name == "server_middlewares" and is_coroutine(fn) and not sync_workers:
+                continue  # wraps async workers' performs only: awaited on the event loop (docs/async.md)
+            if name == "server_middlewares" and is_coroutine(fn) and len(sync_workers) < len(settings.workers):
+                raise ConfigurationError(
+                    f"{where} is a coroutine function: it may wrap async workers' performs only, and sync workers "
+                    f"({', '.join(sync_workers)}) perform in threads with no event loop to await it. Make it a plain "
+                    f"def (an async worker's call_next() then returns an awaitable to return)")
+            refuse_coroutine(fn, where)
     for name in ("on_server_init", "last_words", "dump_payload", "load_payload", "format_error", "dump_error",
                  "load_error"):
         refuse_coroutine(getattr(settings, name), name)

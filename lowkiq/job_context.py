@@ -20,12 +20,15 @@ Example::
 
 from __future__ import annotations
 
-import threading
+import contextvars
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
-_local = threading.local()
+# Context variables, not thread-locals: each server thread has a context of its own, and so does each task of
+# an async worker's batches on the event loop (a task runs in a copy of the context it was created in).
+_current: contextvars.ContextVar[Context | None] = contextvars.ContextVar("lowkiq_context", default=None)
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("lowkiq_deadline", default=None)
 
 
 class LeaseView(Protocol):
@@ -83,13 +86,13 @@ class Context:
     def time_left(self) -> float | None:
         """Seconds left before the worker's ``time_limit`` stops this perform (negative once past);
         None when the worker has no time limit."""
-        deadline: float | None = getattr(_local, "deadline", None)
+        deadline = _deadline.get()
         return None if deadline is None else deadline - time.monotonic()
 
 
 def context() -> Context:
     """The running perform's context. Outside a perform, a RuntimeError."""
-    current: Context | None = getattr(_local, "current", None)
+    current = _current.get()
     if current is None:
         raise RuntimeError("lowkiq.context() is only available inside a worker's perform")
     return current
@@ -97,16 +100,16 @@ def context() -> Context:
 
 def enter(current: Context, deadline: float | None = None) -> None:
     """``deadline``: the ``time.monotonic()`` value of the perform's time limit, if it has one."""
-    _local.current = current
-    _local.deadline = deadline
+    _current.set(current)
+    _deadline.set(deadline)
 
 
 def entered() -> tuple[Context | None, float | None]:
     """The calling thread's context and deadline, to enter again after a perform run inside a perform
     (``lowkiq.testing.inline()``: a perform that enqueues performs those jobs at once)."""
-    return getattr(_local, "current", None), getattr(_local, "deadline", None)
+    return _current.get(), _deadline.get()
 
 
 def leave() -> None:
-    _local.current = None
-    _local.deadline = None
+    _current.set(None)
+    _deadline.set(None)

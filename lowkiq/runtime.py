@@ -6,9 +6,12 @@ below it receives its collaborators explicitly.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -43,6 +46,7 @@ class Runtime:
         self.events = Bus(settings.subscribers)
         # Redis's time in this process, kept by a server's keeper: what due work waits for.
         self.redis_clock = RedisClock()
+        self._producers: ThreadPoolExecutor | None = None  # aenqueue's threads, made at its first call
 
     @property
     def redis_url(self) -> str:
@@ -98,6 +102,20 @@ class Runtime:
         written: int = run_chain(self.settings.client_middlewares, worker, jobs, write)
         return written
 
+    async def aenqueue(self, worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
+        """``enqueue`` without blocking the event loop: the same call, on one of ``client_pool_size`` threads
+        sharing the client's pooled connections (docs/async.md says why, not a second, asyncio Redis client).
+        The caller's context variables go along, for the client middlewares."""
+        if self._producers is None:
+            with self._lock:
+                if self._producers is None:
+                    self._producers = ThreadPoolExecutor(self.settings.client_pool_size,
+                                                         thread_name_prefix="lowkiq-enqueue")
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        written: int = await loop.run_in_executor(self._producers, context.run, self.enqueue, worker, jobs)
+        return written
+
     def due_clock(self) -> Callable[[], float]:
         """The clock that decides when due work starts: Redis's (see lowkiq.redis_clock), or a hand-moved
         test clock, which the scripts then take as given too."""
@@ -114,6 +132,9 @@ class Runtime:
             self.register([worker])
 
     def close(self) -> None:
+        if self._producers is not None:
+            self._producers.shutdown(wait=False)
+            self._producers = None
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -125,16 +146,27 @@ _current: Runtime | None = None
 # the call's jobs in the caller, and nothing reaches Redis (nor needs lowkiq configured).
 InlineEnqueue = Callable[["type[Worker]", Sequence[Mapping[str, Any]]], int]
 inline_enqueue: InlineEnqueue | None = None
+InlineAenqueue = Callable[["type[Worker]", Sequence[Mapping[str, Any]]], Awaitable[int]]
+inline_aenqueue: InlineAenqueue | None = None
 
 
 def enqueue(worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
     """What ``Worker.perform_async`` does: the configured runtime writes the jobs, or, inside
-    ``lowkiq.testing.inline()``, they are performed at once. An ``aperform_async`` goes through
-    this same switch, so that inline() covers both."""
+    ``lowkiq.testing.inline()``, they are performed at once (``aenqueue`` is the same for
+    ``aperform_async``)."""
     performer = inline_enqueue
     if performer is not None:
         return performer(worker, jobs)
     return current().enqueue(worker, jobs)
+
+
+async def aenqueue(worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
+    """What ``Worker.aperform_async`` does: ``enqueue`` off the event loop, or, inside
+    ``lowkiq.testing.inline()``, the jobs performed at once (async performs awaited)."""
+    performer = inline_aenqueue
+    if performer is not None:
+        return await performer(worker, jobs)
+    return await current().aenqueue(worker, jobs)
 
 
 def configure(**options: Any) -> Runtime:

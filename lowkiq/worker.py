@@ -19,6 +19,9 @@ from .store.registry import MORGUE_POLICIES as MORGUE_POLICIES
 from .store.registry import check_shards_count
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
+# Each batch in flight holds a slot with its own Redis connections: a bound that keeps a typo from opening
+# a connection storm.
+MAX_CONCURRENCY = 10_000
 
 
 class Worker:
@@ -67,6 +70,9 @@ class Worker:
     # history, nothing written for it), and for how long at most (seconds).
     history_length: ClassVar[int] = 10_000
     history_max_age: ClassVar[float] = 7 * 24 * 3600
+    # An async worker's (``async def perform``, docs/async.md): how many of its batches one server process
+    # performs at once on its event loop. Sync workers keep threads_per_node.
+    concurrency: ClassVar[int] = 100
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -88,6 +94,7 @@ class Worker:
                              f"got {cls.payload_overflow!r}")
         _check_flow_attributes(cls)
         _check_history(cls)
+        _check_concurrency(cls)
         fairness.check(cls)
 
     def retry_in(self, retry_count: int) -> float:
@@ -115,6 +122,22 @@ class Worker:
         return enqueue(cls, jobs)
 
     @classmethod
+    async def aperform_async(cls, jobs: Sequence[Mapping[str, Any]]) -> int:
+        """``perform_async`` for asyncio code: the same validation, merge, count and errors, without
+        blocking the event loop.
+
+        Example::
+
+            @app.post("/orders/{order_id}")
+            async def paid(order_id: int) -> dict:
+                await OrdersWorker.aperform_async([{"id": order_id, "payload": {"status": "paid"}}])
+                return {"queued": True}
+        """
+        from .runtime import aenqueue
+
+        return await aenqueue(cls, jobs)
+
+    @classmethod
     def keys(cls) -> QueueKeys:
         return QueueKeys(cls.queue_name, cls.shards_count)
 
@@ -133,8 +156,23 @@ def check_perform(cls: type[Worker]) -> None:
             f"a server would fail each of its jobs and retry it for about 20 days)")
     if not callable(perform):
         raise ConfigurationError(f"{cls.__name__}.perform must be a method taking payloads_by_id, got {perform!r}")
+    if is_async(cls):
+        # An async worker's perform and retries_exhausted are awaited on the server's event loop; retry_in
+        # is asked while a batch's failure is written, off the loop, and must answer at once.
+        refuse_coroutine(getattr(cls, "retry_in", None), f"{cls.__name__}.retry_in")
+        if cls.isolation == "process":
+            raise ConfigurationError(
+                f"{cls.__name__}.perform is a coroutine function (async def), which isolation = \"process\" "
+                f"cannot run: a child process performs one batch at a time in a thread, with no event loop. "
+                f"Use isolation = \"thread\" (the default) for an async worker, or make perform a plain def")
+        return
     for hook in ("perform", "retries_exhausted", "retry_in"):
         refuse_coroutine(getattr(cls, hook, None), f"{cls.__name__}.{hook}")
+
+
+def is_async(cls: type[Worker]) -> bool:
+    """Whether the worker is an async worker: its perform is ``async def`` (served by the event loop)."""
+    return is_coroutine(getattr(cls, "perform", None))
 
 
 def is_coroutine(fn: Any) -> bool:
@@ -157,6 +195,13 @@ def refuse_coroutine(fn: Any, where: str) -> None:
             f"{where} is a coroutine function (async def): lowkiq calls it from a thread and would never await it, "
             f"so its work would silently not run. Make it a plain def (e.g. run your coroutine with "
             f"asyncio.run(...) inside it)")
+
+
+def _check_concurrency(cls: type[Worker]) -> None:
+    value = cls.concurrency
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ValueError(f"{cls.__name__}.concurrency must be an int 1..{MAX_CONCURRENCY} (batches of an async "
+                         f"worker one server process performs at once), got {value!r}")
 
 
 def _check_history(cls: type[Worker]) -> None:

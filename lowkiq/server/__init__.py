@@ -35,6 +35,7 @@ from ..errors import MetricsPortError as MetricsPortError
 from ..errors import NoWorkers as NoWorkers
 from ..store import eviction
 from . import signals
+from .async_executor import AsyncExecutor, Pools, split_workers
 from .cpu_pinning import cpu_of, pin
 from .crash_isolation import CrashIsolation
 from .isolation import kill_all_children, serving
@@ -61,6 +62,7 @@ class Server:
         self.processors: list[Processor] = []
         self.keeper: Keeper | None = None
         self.waker: Waker | None = None
+        self.executor: AsyncExecutor | None = None  # async workers' event loop (docs/async.md)
         self._fatal: BaseException | None = None
         self._fatal_in_perform = False
         self._lock = threading.Lock()
@@ -125,14 +127,23 @@ class Server:
         pool = ShardPool(s, self.runtime.new_client(2), self.runtime.due_clock()) if pooled(s) else None
         self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal, isolation, pool)
                            for i in range(s.threads_per_node)]
-        self.keeper = Keeper(self.runtime, self.processors, pool=pool)
+        _, async_workers = split_workers(s.workers)
+        # Async workers need the pool: configure refuses them with a splitter.
+        if async_workers and pool is not None:
+            self.executor = AsyncExecutor(self.runtime, async_workers, self.stop, self._on_fatal,
+                                          first_number=s.threads_per_node)
+        slots = self.executor.slots if self.executor is not None else []
+        pools = Pools(pool, self.executor.pools) if self.executor is not None and pool is not None else pool
+        self.keeper = Keeper(self.runtime, [*self.processors, *slots], pool=pools)
         log.info("server %s: %d threads for %d shards of %s, shared through leases with the other live servers",
                  self.keeper.member_id[:8], s.threads_per_node, sum(w.shards_count for w in s.workers),
                  ", ".join(w.__name__ for w in s.workers))
-        self.waker = Waker(self.runtime.new_client(1), self.processors, self.stop, s.poll_interval,
+        self.waker = Waker(self.runtime.new_client(1), [*self.processors, *slots], self.stop, s.poll_interval,
                            on_members=self.keeper.wake.set)
         for p in self.processors:
             p.start()
+        if self.executor is not None:
+            self.executor.start()
         self.keeper.start()
         self.waker.start()
 
@@ -156,6 +167,11 @@ class Server:
                     next_note += 5.0
                     log.info("waiting for thread %d to finish its batch (at most %.0f s more)", p.number,
                              max(0.0, deadline - time.monotonic()))
+        executor = self.executor
+        if executor is not None:
+            executor.wake_all()
+            while executor.alive() and not self.force.is_set() and time.monotonic() < deadline:
+                executor.join(0.1)
         running = [p for p in self.processors if p.thread.is_alive()]
         # No child process may outlive this one, and one killed and reaped cannot write any more: its
         # thread writes nothing for its batch and hands its shards back, which puts the batch back in
@@ -166,13 +182,18 @@ class Server:
             for p in running:
                 p.join(max(0.0, until - time.monotonic()))
             running = [p for p in running if p.thread.is_alive()]
-        if running:
+        in_flight = [p.in_flight for p in running if p.in_flight is not None]
+        still = len(running)
+        if executor is not None and executor.alive():
+            in_flight += executor.in_flight()
+            still += len(executor.in_flight())
+        if still:
             log.warning("exiting with %d performs still running; their shards are taken over when their leases "
-                        "expire (%.0f s) and those batches run again", len(running), self.settings.lease_ttl)
+                        "expire (%.0f s) and those batches run again", still, self.settings.lease_ttl)
         if self.waker is not None:
             self.waker.join(2.0)  # it checks the stop every second
         if self.keeper is not None:
-            self.keeper.leave(keep=[p.in_flight for p in running if p.in_flight is not None])
+            self.keeper.leave(keep=in_flight)
         self.runtime.close()
 
     def _on_fatal(self, exc: BaseException, in_perform: bool) -> None:

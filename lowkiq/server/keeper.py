@@ -42,6 +42,7 @@ from .shard_pool import ShardPool
 from .ticker import Ticker
 
 if TYPE_CHECKING:
+    from .async_executor import Pools
     from ..runtime import Runtime
     from ..worker import Worker
     from .crash_isolation import CrashIsolation
@@ -52,7 +53,7 @@ log = logging.getLogger("lowkiq.server")
 
 class Keeper:
     def __init__(self, runtime: Runtime, processors: Sequence[Processor], *, member_id: str | None = None,
-                 pool: ShardPool | None = None) -> None:
+                 pool: ShardPool | Pools | None = None) -> None:
         self.runtime = runtime
         self.settings = s = runtime.settings
         self.processors = list(processors)

@@ -28,6 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import log_format
@@ -56,7 +57,25 @@ MAX_BACKOFF = 10.0
 GIVE, BACK, LOST = "give", "back", "lost"
 
 
+@dataclass(frozen=True, slots=True)
+class InHand:
+    """A batch taken from a checked-out shard, to perform."""
+
+    entry: Entry
+    handler: ShardHandler
+    taken: Taken
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """No batch now: wait ``seconds`` for news, or (None) while another thread performs a suspect batch alone."""
+
+    seconds: float | None
+
+
 class Processor:
+    handler_type: type[ShardHandler] = ShardHandler
+
     def __init__(
         self,
         number: int,
@@ -250,10 +269,7 @@ class Processor:
             # that takes a while, and the lease check must be the last step before the hand-off. A lease
             # whose local deadline passed meanwhile (this process was paused since its take) is renewed
             # there, or found lost: its batch is then neither performed nor written (the new owner restores it).
-            handler.prepare()
-            if handler.lease.remaining() < self.settings.min_perform_budget:
-                self._renew(handler.lease)
-            self.in_flight = handler.lease
+            self._before_perform(handler)
             ack = handler.perform(taken)
         finally:
             self.in_flight = None
@@ -261,6 +277,12 @@ class Processor:
                 self.isolation.release(self.name)
         self.uncertain = False
         return ack
+
+    def _before_perform(self, handler: ShardHandler) -> None:
+        handler.prepare()
+        if handler.lease.remaining() < self.settings.min_perform_budget:
+            self._renew(handler.lease)
+        self.in_flight = handler.lease
 
     def _read_nudges(self) -> None:
         assert self.scheduler is not None
@@ -329,8 +351,8 @@ class Processor:
             # One instance per thread: a worker's own state is never shared between threads.
             self._instances[w] = w()
             self._queues[w] = self.runtime.queue(w, self.client)
-        return ShardHandler(lease, self._instances[w], self._queues[w], self.settings, self.wire,
-                            thread=self.name, clock=self.runtime.clock, events=self.runtime.events)
+        return self.handler_type(lease, self._instances[w], self._queues[w], self.settings, self.wire,
+                                 thread=self.name, clock=self.runtime.clock, events=self.runtime.events)
 
     def _give_back(self, lease: Lease, release: bool) -> bool:
         handler = next((h for h in self.handlers if h.lease is lease), None)
@@ -408,6 +430,19 @@ class Processor:
     # -- the pool (no splitter): see lowkiq.server.shard_pool ------------------------------------------------
 
     def _pool_step(self, pool: ShardPool) -> None:
+        got = self._pool_take(pool)
+        if isinstance(got, Wait):
+            if got.seconds is None:
+                self.isolation.wait_turn(self.name, self.stop)
+            else:
+                pool.sleep(self.wake, got.seconds)
+        elif got is not None:
+            self._pool_performed(pool, got.entry, self._perform(got.handler, got.taken))
+
+    def _pool_take(self, pool: ShardPool) -> InHand | Wait | None:
+        """The step up to a batch in hand (checked out, taken, alone if suspect): the batch, what to wait for
+        when there is none (``Wait``), or None to step again. Shared by the threads and the async executor's
+        slots, which perform the batch on the event loop."""
         self.wake.clear()
         if self.leaving:
             self._pool_finish_leaving(pool)
@@ -421,14 +456,12 @@ class Processor:
             # Another thread performs a suspect batch alone: acknowledge, hold nothing, wait (a bounded time).
             self._pool_flush(pool)
             self._let_go()
-            self.isolation.wait_turn(self.name, self.stop)
-            return
+            return Wait(None)
         entry = pool.checkout(self.name, self.pending_entry)
         if entry is None:
             self._pool_flush(pool)
             self._let_go()
-            pool.sleep(self.wake, pool.idle_for())
-            return
+            return Wait(pool.idle_for())
         self.current = entry
         handler = self._pooled(entry.lease)
         if entry.stale:
@@ -440,11 +473,11 @@ class Processor:
             entry.stale = False
             if lost:
                 self._pool_done(pool, entry, lost=True)
-                return
+                return None
         if not self.holding:
             if not self.isolation.hold(self.name, self.stop):
                 self._pool_done(pool, entry)
-                return
+                return None
             self.holding = True
         self.uncertain = True
         taken = handler.take(self.pending)
@@ -457,12 +490,14 @@ class Processor:
         if not taken.jobs:
             self._let_go()
             self._pool_done(pool, entry)
-            return
+            return None
         if taken.suspect and not self._alone(handler, [job.id for job in taken.jobs]):
             pool.due(entry, self.due_clock())  # back at the head of its shard
             self._pool_done(pool, entry)
-            return
-        ack = self._perform(handler, taken)
+            return None
+        return InHand(entry, handler, taken)
+
+    def _pool_performed(self, pool: ShardPool, entry: Entry, ack: Ack | None) -> None:
         if ack is None:
             pool.due(entry, self.due_clock())
             self._pool_done(pool, entry)
@@ -620,6 +655,14 @@ class Processor:
             self.uncertain = False
 
     def _outage(self, exc: BaseException) -> None:
+        # The keeper's news ends the wait (a shard given, lost or asked back, Redis answering its beat again,
+        # or the process stopping): Redis answers, so retry now and back off from the start if need be. Else
+        # a thread would sleep out its back-off (up to MAX_BACKOFF) on shards its keeper holds and renews.
+        if self.wake.wait(self._outage_delay(exc)):
+            self.errors_in_a_row = 0
+
+    def _outage_delay(self, exc: BaseException) -> float:
+        """Count and log a Redis error; how long to back off before the next step."""
         self.errors_in_a_row += 1
         self.runtime.events.outage(exc)
         if self.uncertain:
@@ -630,11 +673,7 @@ class Processor:
         delay = min(MAX_BACKOFF, self.settings.poll_interval * 2 ** min(self.errors_in_a_row - 1, 10))
         log.warning("thread %d: Redis error (%s: %s); retrying in %.1f s", self.number, type(exc).__name__, exc, delay,
                     extra=log_format.fields(error_class=type(exc).__name__, error=str(exc), retry_in=delay))
-        # The keeper's news ends the wait (a shard given, lost or asked back, Redis answering its beat again,
-        # or the process stopping): Redis answers, so retry now and back off from the start if need be. Else
-        # a thread would sleep out its back-off (up to MAX_BACKOFF) on shards its keeper holds and renews.
-        if self.wake.wait(delay):
-            self.errors_in_a_row = 0
+        return delay
 
     def _recover(self) -> int:
         """Put back what the thread's shards hold in processing; how many ids went back."""

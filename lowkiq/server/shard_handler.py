@@ -328,11 +328,14 @@ class ShardHandler:
             dead = [m.id for m in morgued]
             log.warning("%s shard %d: ids %s moved to the morgue after %d retries", self.name, self.shard.index,
                         _short(dead), type(worker).max_retry_count, extra=self._fields(dead, morgued=True))
-            try:
-                worker.retries_exhausted(morgued)
-            except Exception:
-                log.exception("%s.retries_exhausted raised for ids %s", self.name, _short([m.id for m in morgued]))
+            self._exhausted(morgued)
         return morgued
+
+    def _exhausted(self, morgued: list[MorgueJob]) -> None:
+        try:
+            self.worker.retries_exhausted(morgued)
+        except Exception:
+            log.exception("%s.retries_exhausted raised for ids %s", self.name, _short([m.id for m in morgued]))
 
     def _fields(self, ids: list[str], **more: Any) -> dict[str, Any]:
         return log_format.fields(worker=self.name, shard=self.shard.index, ids=ids, batch=len(ids),

@@ -212,6 +212,16 @@ class ShardPool:
             with self.lock:
                 self.idle.discard(wake)
 
+    def waiting(self, wake: threading.Event) -> None:
+        """``sleep`` for a caller that waits by itself (an async worker's slot, on its event loop): a shard
+        checked in with due work sets ``wake`` until ``woken``."""
+        with self.lock:
+            self.idle.add(wake)
+
+    def woken(self, wake: threading.Event) -> None:
+        with self.lock:
+            self.idle.discard(wake)
+
     def idle_for(self) -> float:
         with self.lock:
             if self.scheduler is None:

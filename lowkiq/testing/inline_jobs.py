@@ -8,6 +8,7 @@ back with ``load_payload``, and one ``perform({id: payloads})`` per id through t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
@@ -20,9 +21,9 @@ from .. import job_context, runtime
 from ..config import Settings
 from ..errors import PayloadDecodeError
 from ..jobs import PreparedJob, job_list, prepare
-from ..middleware import run_chain
+from ..middleware import arun_chain, run_chain
 from ..store.codec import shard_of
-from ..worker import Worker, check_perform
+from ..worker import Worker, check_perform, is_async
 
 log = logging.getLogger("lowkiq")
 
@@ -45,7 +46,11 @@ def inline() -> Iterator[None]:
     the perform (its lease never ends). An exception of a perform propagates to the caller at once:
     no retry, no morgue, and the ids after it are not performed. No ``time_limit`` is applied.
 
-    It switches ``perform_async`` for the whole process, every thread, while the block runs: use it
+    ``await Worker.aperform_async(jobs)`` does the same, awaiting an async worker's performs (and its
+    coroutine server middlewares); ``perform_async`` of an async worker runs them with ``asyncio.run``
+    where no event loop runs in the calling thread (inside one, use ``aperform_async``).
+
+    It switches ``perform_async`` and ``aperform_async`` for the whole process, every thread, while the block runs: use it
     in tests that do not run in parallel in one process. Blocks nest.
 
     Example::
@@ -54,12 +59,12 @@ def inline() -> Iterator[None]:
             OrdersWorker.perform_async([{"id": 42, "payload": {"status": "paid"}}])
         assert orders.get(42).status == "paid"
     """
-    previous = runtime.inline_enqueue
-    runtime.inline_enqueue = perform_now
+    previous, previous_async = runtime.inline_enqueue, runtime.inline_aenqueue
+    runtime.inline_enqueue, runtime.inline_aenqueue = perform_now, aperform_now
     try:
         yield
     finally:
-        runtime.inline_enqueue = previous
+        runtime.inline_enqueue, runtime.inline_aenqueue = previous, previous_async
 
 
 def perform_now(worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
@@ -67,22 +72,61 @@ def perform_now(worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
     configured = runtime._current
     settings = _DEFAULTS if configured is None else configured.settings
     listed = job_list(jobs)
+    if is_async(worker):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(aperform_now(worker, listed))
+        raise RuntimeError(f"{worker.__name__} is an async worker and an event loop runs in this thread: "
+                           f"await {worker.__name__}.aperform_async(jobs) inside lowkiq.testing.inline() instead")
 
     def perform() -> int:
-        now = time.time() if configured is None else configured.clock()
-        prepared = prepare(listed, now=now, dump_payload=settings.dump_payload)
-        if not prepared:
-            return 0
-        check_perform(worker)
-        by_id = merged(prepared, worker, now)
-        instance = worker()
+        by_id, instance = _prepared(worker, listed)
         for job_id, payloads in by_id.items():
-            _perform_one(instance, job_id, [_loaded(settings, job_id, payload) for payload, _ in payloads],
-                         settings)
+            _perform_one(instance, job_id, payloads, settings)
         return len(by_id)
 
     count: int = run_chain(settings.client_middlewares, worker, listed, perform)
     return count
+
+
+async def aperform_now(worker: type[Worker], jobs: Sequence[Mapping[str, Any]]) -> int:
+    """``aperform_async`` inside ``inline()``: as ``perform_now``, an async worker's performs awaited. The client
+    middlewares wrap the call's validation and merge; the performs follow."""
+    settings = _settings()
+    listed = job_list(jobs)
+    if not is_async(worker):
+        return perform_now(worker, listed)
+    ready: list[tuple[dict[str, list[Any]], Worker]] = []
+
+    def prepared() -> int:
+        ready.append(_prepared(worker, listed))
+        return len(ready[0][0])
+
+    count: int = run_chain(settings.client_middlewares, worker, listed, prepared)
+    for by_id, instance in ready:
+        for job_id, payloads in by_id.items():
+            await _aperform_one(instance, job_id, payloads, settings)
+    return count
+
+
+def _settings() -> Settings:
+    configured = runtime._current
+    return _DEFAULTS if configured is None else configured.settings
+
+
+def _prepared(worker: type[Worker], listed: list[Mapping[str, Any]]) -> tuple[dict[str, list[Any]], Worker]:
+    """The call's jobs validated, merged and loaded back, by id; and the worker instance to perform them."""
+    configured = runtime._current
+    settings = _settings()
+    now = time.time() if configured is None else configured.clock()
+    prepared = prepare(listed, now=now, dump_payload=settings.dump_payload)
+    if not prepared:
+        return {}, worker()
+    check_perform(worker)
+    by_id = {job_id: [_loaded(settings, job_id, payload) for payload, _ in payloads]
+             for job_id, payloads in merged(prepared, worker, now).items()}
+    return by_id, worker()
 
 
 def merged(prepared: Sequence[PreparedJob], worker: type[Worker], now: float) -> dict[str, list[tuple[bytes, float]]]:
@@ -116,6 +160,19 @@ def _loaded(settings: Settings, job_id: str, payload: bytes) -> Any:
         return settings.load_payload(payload)
     except Exception as exc:  # as a server's take reports it
         raise PayloadDecodeError(f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}") from exc
+
+
+async def _aperform_one(instance: Worker, job_id: str, payloads: list[Any], settings: Settings) -> None:
+    batch = {job_id: payloads}
+    worker = type(instance)
+    # A task of its own: its context is a copy, so the caller's comes back by itself afterwards.
+    context = job_context.Context(worker.__name__, shard_of(job_id, worker.shards_count), InlineLease())
+
+    async def perform() -> None:
+        job_context.enter(context)
+        await arun_chain(settings.server_middlewares, instance, batch, lambda: instance.perform(batch))
+
+    await asyncio.ensure_future(perform())
 
 
 def _perform_one(instance: Worker, job_id: str, payloads: list[Any], settings: Settings) -> None:

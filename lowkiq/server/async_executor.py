@@ -1,0 +1,288 @@
+"""Async workers' batches on one event loop per server process (docs/async.md).
+
+Each async worker's held shards are a ``ShardPool`` of their own, served by ``Worker.concurrency`` slots:
+a slot is a task on the loop that does what a server thread does (check a shard out, take a batch with the
+ack of its previous one, perform, check in), with the thread's own state and code (``Processor``). Only the
+perform runs on the loop; every Redis step of a slot (the same fenced scripts, through the project's
+transport) and every wait on a lock runs on a few threads of the executor (``offload``). So the scripts,
+their fencing, the failover and outage handling stay the ones the threads use, on standalone Redis,
+Sentinel and Cluster alike, with no second Redis client to keep in step; a slot's connection (its ``Wire``)
+is used by one thread at a time, as its steps follow each other.
+
+A loop blocked by sync code for more than ``BLOCKED_AFTER`` seconds is logged by a watcher thread, naming the
+batch (worker, shard) whose task was running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ..store.leases import Lease, LeaseRefused
+from ..transport.errors import REDIS_ERRORS
+from .async_handler import AsyncShardHandler
+from .crash_isolation import CrashIsolation
+from .processor import InHand, Processor, Wait
+from .shard_handler import Ack, StopProcess
+from .shard_pool import ShardPool
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..worker import Worker
+    from .assignment import ShardId
+    from .shard_handler import ShardHandler
+
+log = logging.getLogger("lowkiq.server")
+
+BLOCKED_AFTER = 1.0  # seconds without the loop's beat: sync code blocks it
+BEAT = 0.1
+# How often a slot looks again while another slot performs a suspect batch alone (lowkiq.server.crash_isolation).
+TURN_POLL = 0.2
+
+
+class LoopWake(threading.Event):
+    """A slot's wake: set from any thread (the keeper's, a pool's check-in), it also ends the slot's wait on
+    the loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.event: asyncio.Event | None = None
+
+    def set(self) -> None:
+        super().set()
+        loop, event = self.loop, self.event
+        if loop is not None and event is not None:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:
+                pass  # the loop is closed: the slot is gone
+
+
+class AsyncSlot(Processor):
+    """One batch at a time of one async worker: a task on the executor's loop."""
+
+    handler_type = AsyncShardHandler
+
+    def __init__(self, number: int, runtime: Runtime, stop: threading.Event,
+                 on_fatal: Callable[[BaseException, bool], None], isolation: CrashIsolation, pool: ShardPool,
+                 executor: AsyncExecutor, *, first: bool) -> None:
+        super().__init__(number, runtime, stop, on_fatal, isolation, pool)
+        self.name = f"lowkiq-async-{number}"
+        pool.wakes.remove(self.wake)
+        self.wake: LoopWake = LoopWake()
+        pool.wakes.append(self.wake)
+        self.executor = executor
+        self.first = first  # the slot that passes the waker's pushes on to its pool (once, not per slot)
+
+    def nudge(self, queue_name: str, shard: int) -> None:
+        if self.first and self.pool is not None:
+            self.pool.nudge(queue_name, shard)
+
+    def _handler(self, lease: Lease) -> ShardHandler:
+        handler = super()._handler(lease)
+        assert isinstance(handler, AsyncShardHandler)
+        handler.offload = self.executor.offload
+        return handler
+
+    async def arun(self) -> None:
+        """The slot's loop: ``Processor.run``'s, its blocking steps offloaded."""
+        self.wake.loop, self.wake.event = asyncio.get_running_loop(), asyncio.Event()
+        pool = self.pool
+        assert pool is not None
+        offload = self.executor.offload
+        try:
+            while not self.stop.is_set():
+                try:
+                    await self._astep(pool)
+                    if self.errors_in_a_row:
+                        self.runtime.events.redis_answered()
+                    self.errors_in_a_row = 0
+                except LeaseRefused as exc:
+                    await offload(self._refused, exc)
+                except REDIS_ERRORS as exc:
+                    if await self._asleep(self._outage_delay(exc)):
+                        self.errors_in_a_row = 0
+            await offload(self._pool_stop, pool)
+            await offload(pool.woken, self.wake)
+        except StopProcess as exc:
+            self.on_fatal(exc.cause, True)
+        except BaseException as exc:  # a bug outside any perform: the process must stop
+            log.exception("async slot %d crashed", self.number)
+            self.on_fatal(exc, False)
+        finally:
+            self._let_go()
+            self.isolation.release(self.name)
+            self.wire.close(disconnect=True)
+            self.client.close()
+
+    async def _astep(self, pool: ShardPool) -> None:
+        got = await self.executor.offload(self._take_or_wait, pool)
+        if isinstance(got, Wait):
+            await self._asleep(TURN_POLL if got.seconds is None else got.seconds)
+        elif got is not None:
+            ack = await self._aperform(got)
+            await self.executor.offload(self._pool_performed, pool, got.entry, ack)
+
+    def _take_or_wait(self, pool: ShardPool) -> InHand | Wait | None:
+        """On an executor thread: ``_pool_take``; a slot about to wait for work is woken by a check-in too."""
+        pool.woken(self.wake)
+        got = self._pool_take(pool)
+        if isinstance(got, Wait) and got.seconds is not None:
+            pool.waiting(self.wake)
+        return got
+
+    async def _aperform(self, got: InHand) -> Ack | None:
+        handler, taken = got.handler, got.taken
+        assert isinstance(handler, AsyncShardHandler)
+        self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
+        try:
+            await self.executor.offload(self._before_perform, handler)
+            ack = await handler.aperform(taken)
+        finally:
+            self.in_flight = None
+            if taken.suspect:
+                self.isolation.release(self.name)
+        self.uncertain = False
+        return ack
+
+    async def _asleep(self, seconds: float) -> bool:
+        """Wait ``seconds`` at most for the slot's wake; whether it came."""
+        event = self.wake.event
+        assert event is not None
+        event.clear()
+        if self.wake.is_set():
+            return True
+        try:
+            await asyncio.wait_for(event.wait(), max(0.0, seconds))
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+
+class AsyncExecutor:
+    """The event loop thread of a server process, its slots, and the threads its slots' Redis steps run on."""
+
+    def __init__(self, runtime: Runtime, workers: Sequence[type[Worker]], stop: threading.Event,
+                 on_fatal: Callable[[BaseException, bool], None], *, first_number: int = 0) -> None:
+        s = runtime.settings
+        # Its own: a suspect batch of an async worker runs alone among the process's async batches.
+        self.isolation = CrashIsolation(suspect_wait=s.suspect_wait)
+        self.pools = {w.queue_name: ShardPool(s, runtime.new_client(2), runtime.due_clock()) for w in workers}
+        self.slots: list[AsyncSlot] = []
+        for w in workers:
+            for k in range(w.concurrency):
+                self.slots.append(AsyncSlot(first_number + len(self.slots), runtime, stop, on_fatal, self.isolation,
+                                            self.pools[w.queue_name], self, first=k == 0))
+        self.threads = ThreadPoolExecutor(max(2, min(16, len(self.slots) // 4)), thread_name_prefix="lowkiq-async-io")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.beat_at = time.monotonic()
+        self.thread = threading.Thread(target=self._main, name="lowkiq-async", daemon=True)
+        self.watcher = threading.Thread(target=self._watch, name="lowkiq-async-watch", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        self.watcher.start()
+
+    def offload(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        """Run a blocking call on the executor's threads, from the loop."""
+        assert self.loop is not None
+        return self.loop.run_in_executor(self.threads, partial(fn, *args))
+
+    def wake_all(self) -> None:
+        for slot in self.slots:
+            slot.wake.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.thread.join(timeout)
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def in_flight(self) -> list[Lease]:
+        return [slot.in_flight for slot in self.slots if slot.in_flight is not None]
+
+    def _main(self) -> None:
+        loop = asyncio.new_event_loop()
+        self.loop = loop
+        try:
+            loop.run_until_complete(self._serve())
+        finally:
+            self.threads.shutdown(wait=False)
+            loop.close()
+
+    async def _serve(self) -> None:
+        log.info("async executor: %d slots for %s", len(self.slots), ", ".join(
+            f"{name} (concurrency {sum(1 for s in self.slots if s.pool is pool)})" for name, pool in self.pools.items()))
+        beat = asyncio.ensure_future(self._beat())
+        try:
+            await asyncio.gather(*(slot.arun() for slot in self.slots))
+        finally:
+            beat.cancel()
+
+    async def _beat(self) -> None:
+        while True:
+            self.beat_at = time.monotonic()
+            await asyncio.sleep(BEAT)
+
+    def _watch(self) -> None:
+        """Report a loop that sync code blocks: every other batch of the process waits meanwhile."""
+        reported = False
+        while self.thread.is_alive():
+            time.sleep(BEAT)
+            lag = time.monotonic() - self.beat_at
+            if lag <= BLOCKED_AFTER:
+                reported = False
+                continue
+            if reported or self.loop is None:
+                continue
+            reported = True
+            task = asyncio.current_task(self.loop) if self.loop.is_running() else None
+            what = task.get_name() if task is not None else "lowkiq's own code"
+            log.warning("async executor: the event loop has been blocked for %.1f s by sync code in %s: an async "
+                        "perform must await, not block (run blocking calls with asyncio.to_thread)", lag,
+                        what.removeprefix("lowkiq "))
+
+
+class Pools:
+    """The keeper's side of a process's pools: the threads' one, and each async worker's own."""
+
+    def __init__(self, threads: ShardPool, own: Mapping[str, ShardPool]) -> None:
+        self.threads = threads
+        self.own = own
+
+    def _of(self, lease: Lease) -> ShardPool:
+        return self.own.get(lease.keys.queue_name, self.threads)
+
+    def add(self, lease: Lease) -> None:
+        self._of(lease).add(lease)
+
+    def take_back(self, lease: Lease, then: str) -> bool | None:
+        return self._of(lease).take_back(lease, then)
+
+    def followed(self) -> None:
+        for pool in (self.threads, *self.own.values()):
+            pool.followed()
+
+    def shards(self) -> list[ShardId] | None:
+        out: list[ShardId] = []
+        for pool in (self.threads, *self.own.values()):
+            shards = pool.shards()
+            if shards is None:
+                return None
+            out.extend(shards)
+        return out
+
+
+def split_workers(workers: Sequence[type[Worker]]) -> tuple[list[type[Worker]], list[type[Worker]]]:
+    """(sync workers, async workers)."""
+    from ..worker import is_async
+
+    return [w for w in workers if not is_async(w)], [w for w in workers if is_async(w)]
+

@@ -1,0 +1,127 @@
+"""One batch of an async worker's shard: its perform awaited on the event loop, its time limit a cancellation.
+
+Everything else is ``ShardHandler``'s: the take (with the ack of the slot's previous batch), the failure
+rules, the events and the log lines. Their Redis calls are blocking and run on the executor's threads
+(``offload``), so the loop only ever runs performs and lowkiq's bookkeeping between them.
+
+At ``time_limit`` the perform's task is cancelled: the perform sees ``asyncio.CancelledError`` at its current
+``await`` and the batch fails with ``TimeLimitExceeded``. A perform that suppresses the cancellation goes
+on: it keeps its shard (nothing else of the shard runs meanwhile), and ``IGNORED_AFTER`` seconds later it is
+logged and reported (event ``time_limit_ignored``); the console's busy page flags it as over its limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from .. import job_context
+from ..errors import PartialFailure, TimeLimitExceeded
+from ..middleware import arun_chain
+from ..store.queue import Taken
+from ..worker import is_coroutine
+from .isolation import IGNORED_AFTER
+from .shard_handler import Ack, ShardHandler
+
+if TYPE_CHECKING:
+    from ..jobs import MorgueJob
+
+log = logging.getLogger("lowkiq.server")
+
+T = TypeVar("T")
+Offload = Callable[..., Awaitable[Any]]
+
+
+class AsyncShardHandler(ShardHandler):
+    """A shard of an async worker that one slot of the ``AsyncExecutor`` has checked out."""
+
+    offload: Offload  # set by the slot: runs a blocking call on the executor's threads
+    task: asyncio.Task[Any] | None = None  # the perform running now
+    _morgued: list[MorgueJob] | None = None
+
+    async def aperform(self, taken: Taken) -> Ack | None:
+        """``ShardHandler.perform`` for an async worker: the pending ack, or None when the batch failed."""
+        if taken.error is not None:
+            await self._afail(taken, taken.error, None)
+            return None
+        batch = {job.id: [payload for payload, _ in job.payloads] for job in taken.jobs}
+        limit = self._limit
+        started = time.perf_counter()
+        deadline = None if limit is None else time.monotonic() + limit
+        self.task = task = asyncio.ensure_future(self._run(batch, deadline))
+        task.set_name(f"lowkiq {self._label}")
+        timed_out = False
+        try:
+            done, _ = await asyncio.wait({task}, timeout=limit)
+            if not done:
+                timed_out = True
+                log.warning("%s: perform ran past its time_limit of %s s: cancelled", self._label, limit,
+                            extra=self._fields(list(batch)))
+                task.cancel()
+                done, _ = await asyncio.wait({task}, timeout=IGNORED_AFTER)
+                if not done:
+                    self._swallowed(list(batch))
+                    await asyncio.wait({task})
+        finally:
+            self.task = None
+        seconds = time.perf_counter() - started
+        if task.cancelled():
+            exc: BaseException = (TimeLimitExceeded(f"the perform ran past its time_limit of {limit} s and was "
+                                                    f"cancelled") if timed_out else
+                                  RuntimeError("the perform was cancelled (asyncio.CancelledError)"))
+            await self._afail(taken, exc, seconds)
+            return None
+        error = task.exception()
+        if error is None:
+            return self._performed(batch, started)
+        if isinstance(error, PartialFailure):
+            per_id = {job_id: self._formatted(e) for job_id, e in error.failures.items()}
+            await self._afail(taken, error, seconds, per_id=per_id)
+            return None
+        if isinstance(error, Exception):
+            await self._afail(taken, error, seconds)
+            return None
+        log.error("%s shard %d: perform raised %s for ids %s; failing the batch and stopping",
+                  self.name, self.shard.index, type(error).__name__, list(batch),
+                  extra=self._fields(list(batch), error_class=type(error).__name__))
+        await self.offload(self._fail_and_stop, taken, error, seconds)
+        return None  # not reached: _fail_and_stop raises StopProcess
+
+    async def _run(self, batch: dict[str, list[Any]], deadline: float | None) -> None:
+        # The task runs in a copy of the slot's context: lowkiq.context() is this batch's in it alone.
+        job_context.enter(self._context, deadline)
+        worker = self.worker
+        perform = cast(Callable[[Any], Awaitable[None]], worker.perform)
+        if self._middlewares:
+            await arun_chain(self._middlewares, worker, batch, partial(perform, batch))
+        else:
+            await perform(batch)
+
+    def _swallowed(self, ids: list[str]) -> None:
+        log.error("%s: perform still running %.0f s after it was cancelled at its time_limit (it suppresses "
+                  "asyncio.CancelledError); its shard waits for it", self._label, IGNORED_AFTER,
+                  extra=self._fields(ids))
+        if self.events.active:
+            self.events.emit("time_limit_ignored", worker=self.name, shard=self.shard.index, thread=self.thread)
+
+    async def _afail(self, taken: Taken, exc: BaseException, seconds: float | None, **more: Any) -> None:
+        """``fail`` on the executor's threads; then an async ``retries_exhausted`` awaited here, on the loop."""
+        self._morgued = None
+        await self.offload(partial(self.fail, taken, exc, seconds, **more))
+        morgued, self._morgued = self._morgued, None
+        if morgued:
+            try:
+                await cast(Callable[[list[Any]], Awaitable[None]], self.worker.retries_exhausted)(morgued)
+            except Exception:
+                log.exception("%s.retries_exhausted raised for ids %s", self.name, [m.id for m in morgued][:20])
+
+    def _exhausted(self, morgued: list[MorgueJob]) -> None:
+        # Called by fail(), on an executor thread: a coroutine hook is awaited by _afail on the loop instead.
+        if is_coroutine(self.worker.retries_exhausted):
+            self._morgued = morgued
+        else:
+            super()._exhausted(morgued)
