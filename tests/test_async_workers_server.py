@@ -227,3 +227,21 @@ def test_kill_9_with_an_async_worker_in_the_mix_costs_only_its_in_flight_batches
             assert restored_by_takeover(processes[1:])
     finally:
         stop_all(processes)
+
+
+def test_an_async_worker_serves_a_redis_cluster(cluster: Any, tmp_path: Any) -> None:
+    module = app_module("async_versions_app")
+    lowkiq.configure(redis_url=cluster.url, workers=[module.Versions, module.SyncSide])
+    worker = module.Versions
+    server = versions_server(tmp_path, cluster.url, "clustered")
+    try:
+        producer = Producer(worker, ids=20, every=0.005).start()
+        time.sleep(3)
+        enqueued = producer.stop()
+        wait_until(lambda: {(i, p["v"]) for rec in records(tmp_path, "perform") for i, ps in rec["batch"].items()
+                            for p in ps} >= enqueued, timeout=30, interval=0.2)
+        report = check(tmp_path, enqueued)
+        assert (report.lost, report.duplicates, report.overlaps, report.order) == (set(), set(), set(), set()), report
+    finally:
+        server.stop()
+        lowkiq.runtime._current = None
