@@ -135,7 +135,8 @@ def _validate(settings: Settings) -> None:
     if len(sync_workers) < len(settings.workers) and settings.build_splitter is not None:
         raise ConfigurationError(
             "async workers (async def perform) cannot be served with a splitter: a splitter pins shards to "
-            "threads, and async workers' shards are performed by the process's event loop. Leave build_splitter (LOWKIQ_SPLITTER) unset")
+            "threads, and async workers' shards are performed by the process's event loop. Leave build_splitter "
+            "(LOWKIQ_SPLITTER) unset")
     for name in ("server_middlewares", "client_middlewares", "subscribers"):
         for i, fn in enumerate(getattr(settings, name)):
             where = f"{name}[{i}] ({getattr(fn, '__qualname__', type(fn).__name__)})"

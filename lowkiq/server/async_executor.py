@@ -16,6 +16,7 @@ batch (worker, shard) whose task was running.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -59,10 +60,8 @@ class LoopWake(threading.Event):
         super().set()
         loop, event = self.loop, self.event
         if loop is not None and event is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the slot is gone
                 loop.call_soon_threadsafe(event.set)
-            except RuntimeError:
-                pass  # the loop is closed: the slot is gone
 
 
 class AsyncSlot(Processor):

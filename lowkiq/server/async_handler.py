@@ -52,7 +52,7 @@ class AsyncShardHandler(ShardHandler):
         limit = self._limit
         started = time.perf_counter()
         deadline = None if limit is None else time.monotonic() + limit
-        self.task = task = asyncio.ensure_future(self._run(batch, deadline))
+        self.task = task = asyncio.ensure_future(self._perform_task(batch, deadline))
         task.set_name(f"lowkiq {self._label}")
         timed_out = False
         try:
@@ -91,7 +91,7 @@ class AsyncShardHandler(ShardHandler):
         await self.offload(self._fail_and_stop, taken, error, seconds)
         return None  # not reached: _fail_and_stop raises StopProcess
 
-    async def _run(self, batch: dict[str, list[Any]], deadline: float | None) -> None:
+    async def _perform_task(self, batch: dict[str, list[Any]], deadline: float | None) -> None:
         # The task runs in a copy of the slot's context: lowkiq.context() is this batch's in it alone.
         job_context.enter(self._context, deadline)
         worker = self.worker

@@ -42,9 +42,9 @@ from .shard_pool import ShardPool
 from .ticker import Ticker
 
 if TYPE_CHECKING:
-    from .async_executor import Pools
     from ..runtime import Runtime
     from ..worker import Worker
+    from .async_executor import Pools
     from .crash_isolation import CrashIsolation
     from .processor import Processor
 

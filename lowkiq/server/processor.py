@@ -670,7 +670,7 @@ class Processor:
             self.recovering = True
             self.pending = None
             self.uncertain = False
-        delay = min(MAX_BACKOFF, self.settings.poll_interval * 2 ** min(self.errors_in_a_row - 1, 10))
+        delay: float = min(MAX_BACKOFF, self.settings.poll_interval * 2 ** min(self.errors_in_a_row - 1, 10))
         log.warning("thread %d: Redis error (%s: %s); retrying in %.1f s", self.number, type(exc).__name__, exc, delay,
                     extra=log_format.fields(error_class=type(exc).__name__, error=str(exc), retry_in=delay))
         return delay

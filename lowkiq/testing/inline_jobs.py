@@ -14,8 +14,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from functools import partial
+from typing import Any, cast
 
 from .. import job_context, runtime
 from ..config import Settings
@@ -170,7 +171,8 @@ async def _aperform_one(instance: Worker, job_id: str, payloads: list[Any], sett
 
     async def perform() -> None:
         job_context.enter(context)
-        await arun_chain(settings.server_middlewares, instance, batch, lambda: instance.perform(batch))
+        perform_batch = cast(Callable[[Any], Awaitable[None]], instance.perform)
+        await arun_chain(settings.server_middlewares, instance, batch, partial(perform_batch, batch))
 
     await asyncio.ensure_future(perform())
 
