@@ -172,7 +172,9 @@ def check_perform(cls: type[Worker]) -> None:
 
 def is_async(cls: type[Worker]) -> bool:
     """Whether the worker is an async worker: its perform is ``async def`` (served by the event loop)."""
-    return is_coroutine(getattr(cls, "perform", None))
+    perform = getattr(cls, "perform", None)
+    # An async generator's body never runs by being awaited: such a perform stays refused.
+    return is_coroutine(perform) and not inspect.isasyncgenfunction(perform)
 
 
 def is_coroutine(fn: Any) -> bool:

@@ -46,7 +46,9 @@ def test_a_rare_cron_rule_is_accepted(redis_url):
     lowkiq.runtime._current = None
 
 
-class AsyncPerform(lowkiq.Worker):
+class AsyncPerformInAChild(lowkiq.Worker):
+    isolation = "process"  # a child process has no event loop to await it on (docs/async.md)
+
     async def perform(self, payloads_by_id):
         pass
 
@@ -78,7 +80,7 @@ async def _async_hook():
 
 
 @pytest.mark.parametrize(("options", "where"), [
-    ({"workers": [AsyncPerform]}, "AsyncPerform.perform"),
+    ({"workers": [AsyncPerformInAChild]}, "AsyncPerformInAChild.perform"),
     ({"workers": [AsyncGeneratorPerform]}, "AsyncGeneratorPerform.perform"),
     ({"workers": [AsyncRetriesExhausted]}, "AsyncRetriesExhausted.retries_exhausted"),
     ({"workers": [Plain], "server_middlewares": [_async_middleware]}, r"server_middlewares\[0\]"),
@@ -92,10 +94,10 @@ def test_a_coroutine_where_lowkiq_cannot_await_it_is_refused_at_configure(redis_
     assert lowkiq.runtime._current is None  # nothing was configured
 
 
-def test_a_server_refuses_an_async_perform_at_start_up_instead_of_dropping_its_jobs(tmp_path, redis_url):
+def test_a_server_refuses_an_async_generator_perform_at_start_up_instead_of_dropping_its_jobs(tmp_path, redis_url):
     app = tmp_path / "async_app.py"
     app.write_text("import lowkiq\n\n\nclass Orders(lowkiq.Worker):\n    async def perform(self, payloads_by_id):\n"
-                   "        pass\n\n\nlowkiq.configure(workers=[Orders])\n")
+                   "        yield None\n\n\nlowkiq.configure(workers=[Orders])\n")
     server = start_server(tmp_path, redis_url, app=app)
     assert server.wait(30) != 0
     assert "Orders.perform is a coroutine function (async def)" in server.log()
