@@ -182,7 +182,7 @@ def api_busy(worker: str) -> Response:
                             "over_time_limit": busy.over_time_limit,
                             "server": busy.lease.server.name if busy.lease and busy.lease.server else None,
                             "thread": busy.lease.thread if busy.lease else None} for busy in jobs],
-                  "time_limit": view.info.time_limit})
+                  "time_limit": view.info.time_limit, "concurrency": view.info.concurrency})
 
 
 @bp.get("/api/v1/workers/<worker>/job")

@@ -247,7 +247,10 @@ SCHEMAS: Json = {
     "BusyJobs": _object(
         {"jobs": {"type": "array", "items": _schema("BusyJob")},
          "time_limit": {"type": ["number", "null"], "exclusiveMinimum": 0,
-                        "description": "The worker's time_limit in seconds, as its registry entry says; null: none."}},
+                        "description": "The worker's time_limit in seconds, as its registry entry says; null: none."},
+         "concurrency": {"type": ["integer", "null"], "minimum": 1,
+                         "description": "An async worker's concurrency (its batches at once per server process, "
+                                        "docs/async.md); null: a sync worker, served by threads."}},
         "The jobs in processing now."),
     "JobLookup": _object(
         {

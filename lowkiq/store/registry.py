@@ -57,6 +57,7 @@ class WorkerInfo:
     time_limit: float | None = None  # seconds; None: no limit
     isolation: str = "thread"
     morgue_policy: str = "oldest_payload"
+    concurrency: int | None = None  # an async worker's batches at once per server process; None: a sync worker
 
     @property
     def holds_dead_ids(self) -> bool:
@@ -97,6 +98,8 @@ def checked(info: WorkerInfo) -> WorkerInfo:
         raise ValueError(f"time_limit must be a positive number of seconds or null, got {limit!r}")
     if info.isolation not in ISOLATIONS:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {info.isolation!r:.100}")
+    if info.concurrency is not None:
+        check_positive(info.concurrency, "concurrency")
     if info.morgue_policy not in MORGUE_POLICIES:
         raise ValueError(f"morgue_policy must be one of {', '.join(MORGUE_POLICIES)}, "
                          f"got {info.morgue_policy!r:.100}")
@@ -104,8 +107,11 @@ def checked(info: WorkerInfo) -> WorkerInfo:
 
 
 def info_of(worker: type[Worker]) -> WorkerInfo:
+    from ..worker import is_async  # at call time: worker.py reaches the store
+
     return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size,
-                      time_limit=worker.time_limit, isolation=worker.isolation, morgue_policy=worker.morgue_policy)
+                      time_limit=worker.time_limit, isolation=worker.isolation, morgue_policy=worker.morgue_policy,
+                      concurrency=worker.concurrency if is_async(worker) else None)
 
 
 def register(client: Transport | redis.Redis, workers: Iterable[type[Worker]]) -> None:
@@ -164,6 +170,7 @@ def _info(name: str, raw: bytes | str) -> WorkerInfo:
         time_limit=data.get("time_limit"),
         isolation=data.get("isolation", "thread"),
         morgue_policy=data.get("morgue_policy", "oldest_payload"),
+        concurrency=data.get("concurrency"),
     )
 
 
