@@ -70,3 +70,15 @@ def test_the_servers_app_file_configures_the_same_workers(redis_server: RedisSer
         assert runtime.settings.workers == (OrdersWorker,)
     finally:
         lowkiq.runtime._current = None
+
+
+def test_inline_performs_what_the_async_endpoint_enqueues_with_the_async_worker(client: TestClient,
+                                                                                caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    import lowkiq.testing
+
+    with caplog.at_level(logging.INFO, logger="orders_api.workers"), lowkiq.testing.inline():
+        reply = client.post("/orders/7/versions", json={"version": 1, "data": {"total": 3}})
+    assert reply.status_code == 202 and reply.json() == {"enqueued": 1}
+    assert "order 7 synced: {'total': 3}" in caplog.text
