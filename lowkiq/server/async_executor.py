@@ -116,10 +116,7 @@ class AsyncSlot(Processor):
             log.exception("async slot %d crashed", self.number)
             self.on_fatal(exc, False)
         finally:
-            self._let_go()
-            self.isolation.release(self.name)
-            self.wire.close(disconnect=True)
-            self.client.close()
+            self._ended()
 
     async def _astep(self, pool: ShardPool) -> None:
         got = await self.executor.offload(self._take_or_wait, pool)

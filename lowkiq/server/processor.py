@@ -197,12 +197,16 @@ class Processor:
             log.exception("thread %d crashed", self.number)
             self.on_fatal(exc, False)
         finally:
-            self._let_go()
-            self.isolation.release(self.name)
+            self._ended()
             close_thread_children()  # this thread's child processes (isolation = "process") exit
-            self.wire.close(disconnect=True)
-            self.client.close()
             log.info("thread %d stopped", self.number)
+
+    def _ended(self) -> None:
+        """The loop is over: let other threads' suspect batches go first, close the connections."""
+        self._let_go()
+        self.isolation.release(self.name)
+        self.wire.close(disconnect=True)
+        self.client.close()
 
     def step(self) -> None:
         if self.pool is not None:
