@@ -45,6 +45,8 @@ BLOCKED_AFTER = 1.0  # seconds without the loop's beat: sync code blocks it
 BEAT = 0.1
 # How often a slot looks again while another slot performs a suspect batch alone (lowkiq.server.crash_isolation).
 TURN_POLL = 0.2
+# The longest a sleeping slot that is not its pool's poller waits for the pool's bell: a safety net only.
+SIBLING_NAP = 5.0
 
 
 class LoopWake(threading.Event):
@@ -64,6 +66,22 @@ class LoopWake(threading.Event):
                 loop.call_soon_threadsafe(event.set)
 
 
+class Bell(threading.Event):
+    """A pool's news for its slots (a shard added, a push to one, a shard checked in with due work): set from
+    any thread, it wakes one sleeping slot of the pool on the loop, not every slot."""
+
+    def __init__(self, executor: AsyncExecutor, queue_name: str) -> None:
+        super().__init__()
+        self.executor = executor
+        self.queue_name = queue_name
+
+    def set(self) -> None:
+        loop = self.executor.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the slots are gone
+                loop.call_soon_threadsafe(self.executor.ring, self.queue_name)
+
+
 class AsyncSlot(Processor):
     """One batch at a time of one async worker: a task on the executor's loop."""
 
@@ -71,13 +89,14 @@ class AsyncSlot(Processor):
 
     def __init__(self, number: int, runtime: Runtime, stop: threading.Event,
                  on_fatal: Callable[[BaseException, bool], None], isolation: CrashIsolation, pool: ShardPool,
-                 executor: AsyncExecutor, *, first: bool) -> None:
+                 executor: AsyncExecutor, queue_name: str, *, first: bool) -> None:
         super().__init__(number, runtime, stop, on_fatal, isolation, pool)
         self.name = f"lowkiq-async-{number}"
+        # Its own wake is for the keeper's news to this slot; the pool's news rings the pool's Bell instead.
         pool.wakes.remove(self.wake)
         self.wake: LoopWake = LoopWake()
-        pool.wakes.append(self.wake)
         self.executor = executor
+        self.queue_name = queue_name
         self.first = first  # the slot that passes the waker's pushes on to its pool (once, not per slot)
 
     def nudge(self, queue_name: str, shard: int) -> None:
@@ -109,7 +128,6 @@ class AsyncSlot(Processor):
                     if await self._asleep(self._outage_delay(exc)):
                         self.errors_in_a_row = 0
             await offload(self._pool_stop, pool)
-            await offload(pool.woken, self.wake)
         except StopProcess as exc:
             self.on_fatal(exc.cause, True)
         except BaseException as exc:  # a bug outside any perform: the process must stop
@@ -119,20 +137,35 @@ class AsyncSlot(Processor):
             self._ended()
 
     async def _astep(self, pool: ShardPool) -> None:
-        got = await self.executor.offload(self._take_or_wait, pool)
+        got = await self.executor.offload(self._pool_take, pool)
         if isinstance(got, Wait):
-            await self._asleep(TURN_POLL if got.seconds is None else got.seconds)
+            if got.seconds is None:
+                await self._asleep(TURN_POLL)
+            else:
+                await self._idle(got.seconds)
         elif got is not None:
+            self.executor.ring(self.queue_name)  # more may be due: a sleeping slot of the pool looks too
             ack = await self._aperform(got)
             await self.executor.offload(self._pool_performed, pool, got.entry, ack)
 
-    def _take_or_wait(self, pool: ShardPool) -> InHand | Wait | None:
-        """On an executor thread: ``_pool_take``; a slot about to wait for work is woken by a check-in too."""
-        pool.woken(self.wake)
-        got = self._pool_take(pool)
-        if isinstance(got, Wait) and got.seconds is not None:
-            pool.waiting(self.wake)
-        return got
+    async def _idle(self, seconds: float) -> None:
+        """No due work: one sleeping slot of the pool (the poller) looks again after ``seconds``, when work
+        may come due; the others wait for the pool's bell (or the keeper's news), up to ``SIBLING_NAP``. So an
+        idle pool costs one look per poll, not one per slot, and news wakes one slot, not all."""
+        executor, name = self.executor, self.queue_name
+        if executor.pollers.get(name) is None:
+            executor.pollers[name] = self
+        else:
+            seconds = max(seconds, SIBLING_NAP)
+        sleepers = executor.sleepers[name]
+        sleepers.append(self)
+        try:
+            await self._asleep(seconds)
+        finally:
+            with contextlib.suppress(ValueError):  # rung: taken off already
+                sleepers.remove(self)
+            if executor.pollers.get(name) is self:
+                executor.pollers[name] = None
 
     async def _aperform(self, got: InHand) -> Ack | None:
         handler, taken = got.handler, got.taken
@@ -171,11 +204,18 @@ class AsyncExecutor:
         # Its own: a suspect batch of an async worker runs alone among the process's async batches.
         self.isolation = CrashIsolation(suspect_wait=s.suspect_wait)
         self.pools = {w.queue_name: ShardPool(s, runtime.new_client(2), runtime.due_clock()) for w in workers}
+        # On the loop only: each pool's sleeping slots (the last to sleep is rung first), and its poller.
+        self.sleepers: dict[str, list[AsyncSlot]] = {name: [] for name in self.pools}
+        self.pollers: dict[str, AsyncSlot | None] = {name: None for name in self.pools}
+        for name, pool in self.pools.items():
+            bell = Bell(self, name)
+            pool.wakes.append(bell)
+            pool.waiting(bell)  # for good: a check-in with due work rings it
         self.slots: list[AsyncSlot] = []
         for w in workers:
             for k in range(w.concurrency):
                 self.slots.append(AsyncSlot(first_number + len(self.slots), runtime, stop, on_fatal, self.isolation,
-                                            self.pools[w.queue_name], self, first=k == 0))
+                                            self.pools[w.queue_name], self, w.queue_name, first=k == 0))
         self.threads = ThreadPoolExecutor(max(2, min(16, len(self.slots) // 4)), thread_name_prefix="lowkiq-async-io")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.beat_at = time.monotonic()
@@ -190,6 +230,12 @@ class AsyncExecutor:
         """Run a blocking call on the executor's threads, from the loop."""
         assert self.loop is not None
         return self.loop.run_in_executor(self.threads, partial(fn, *args))
+
+    def ring(self, queue_name: str) -> None:
+        """On the loop: wake one sleeping slot of the pool, if any sleeps."""
+        sleepers = self.sleepers[queue_name]
+        if sleepers:
+            sleepers.pop().wake.set()
 
     def wake_all(self) -> None:
         for slot in self.slots:

@@ -40,7 +40,7 @@ class AsyncShardHandler(ShardHandler):
     """A shard of an async worker that one slot of the ``AsyncExecutor`` has checked out."""
 
     offload: Offload  # set by the slot: runs a blocking call on the executor's threads
-    task: asyncio.Task[Any] | None = None  # the perform running now
+    task: asyncio.Task[BaseException | None] | None = None  # the perform running now
     _morgued: list[MorgueJob] | None = None
 
     async def aperform(self, taken: Taken) -> Ack | None:
@@ -75,7 +75,7 @@ class AsyncShardHandler(ShardHandler):
                                   RuntimeError("the perform was cancelled (asyncio.CancelledError)"))
             await self._afail(taken, exc, seconds)
             return None
-        error = task.exception()
+        error = task.exception() or task.result()
         if error is None:
             return self._performed(batch, started)
         if isinstance(error, PartialFailure):
@@ -91,15 +91,21 @@ class AsyncShardHandler(ShardHandler):
         await self.offload(self._fail_and_stop, taken, error, seconds)
         return None  # not reached: _fail_and_stop raises StopProcess
 
-    async def _perform_task(self, batch: dict[str, list[Any]], deadline: float | None) -> None:
+    async def _perform_task(self, batch: dict[str, list[Any]], deadline: float | None) -> BaseException | None:
         # The task runs in a copy of the slot's context: lowkiq.context() is this batch's in it alone.
         job_context.enter(self._context, deadline)
         worker = self.worker
         perform = cast(Callable[[Any], Awaitable[None]], worker.perform)
-        if self._middlewares:
-            await arun_chain(self._middlewares, worker, batch, partial(perform, batch))
-        else:
-            await perform(batch)
+        try:
+            if self._middlewares:
+                await arun_chain(self._middlewares, worker, batch, partial(perform, batch))
+            else:
+                await perform(batch)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # A task re-raises these out of the event loop, which would end every batch of it: carried out
+            # as the task's result instead, the batch fails and the process stops, as with a thread.
+            return exc
+        return None
 
     def _swallowed(self, ids: list[str]) -> None:
         log.error("%s: perform still running %.0f s after it was cancelled at its time_limit (it suppresses "

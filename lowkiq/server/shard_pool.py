@@ -213,14 +213,10 @@ class ShardPool:
                 self.idle.discard(wake)
 
     def waiting(self, wake: threading.Event) -> None:
-        """``sleep`` for a caller that waits by itself (an async worker's slot, on its event loop): a shard
-        checked in with due work sets ``wake`` until ``woken``."""
+        """A waiter of its own, for good: a shard checked in with due work sets ``wake`` (the async workers'
+        pools ring their slots so, lowkiq.server.async_executor)."""
         with self.lock:
             self.idle.add(wake)
-
-    def woken(self, wake: threading.Event) -> None:
-        with self.lock:
-            self.idle.discard(wake)
 
     def idle_for(self) -> float:
         with self.lock:
