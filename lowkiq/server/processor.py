@@ -212,7 +212,8 @@ class Processor:
         if self.pool is not None:
             self._pool_step(self.pool)
             return
-        self.wake.clear()
+        if self.wake.is_set():
+            self.wake.clear()
         if self.moved or self.wire.transport.generation != self.generation:
             self._followed()
         # Recover before handing any shard on: a batch whose write went unanswered may sit in the
@@ -447,7 +448,8 @@ class Processor:
         """The step up to a batch in hand (checked out, taken, alone if suspect): the batch, what to wait for
         when there is none (``Wait``), or None to step again. Shared by the threads and the async executor's
         slots, which perform the batch on the event loop."""
-        self.wake.clear()
+        if self.wake.is_set():  # Event.clear takes a lock: not on every batch
+            self.wake.clear()
         if self.leaving:
             self._pool_finish_leaving(pool)
         if self.moved or self.wire.transport.generation != self.generation:
