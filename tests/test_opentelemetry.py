@@ -4,10 +4,13 @@ a perform linked to every merged payload's enqueue."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 from typing import Any, ClassVar
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -236,3 +239,57 @@ def test_a_failed_enqueue_leaves_no_context(traced, r):
     with pytest.raises(Exception, match="PAYLOAD_LIMIT"):
         Capped.perform_async([{"id": "c1", "payload": 2}])
     assert len(contexts(r, "c1", Capped)) == 1  # only the enqueue that was written
+
+
+class AsyncOrders(lowkiq.Worker):
+    shards_count = 1
+    batch_size = 10
+    seen: ClassVar[list[Any]] = []
+
+    def retry_in(self, retry_count):
+        return 0
+
+    async def perform(self, payloads_by_id):
+        await asyncio.sleep(0.01)
+        with_span = trace.get_current_span().get_span_context().is_valid
+        type(self).seen.append(({k: list(v) for k, v in payloads_by_id.items()}, with_span))
+        if "bad" in payloads_by_id:
+            raise LookupError("no such order")
+
+
+def aperform_once(runtime):
+    from lowkiq.server.async_handler import AsyncShardHandler
+
+    q = runtime.queue(AsyncOrders)
+    handler = AsyncShardHandler(held_lease(q, 0), AsyncOrders(), q, runtime.settings, Wire(runtime.client),
+                                clock=runtime.clock)
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        handler.offload = lambda fn, *args: loop.run_in_executor(None, functools.partial(fn, *args))
+        taken = await handler.offload(handler.take, None)
+        return await handler.aperform(taken)
+
+    return asyncio.run(run())
+
+
+def test_an_async_workers_perform_span_lasts_until_its_perform_is_awaited(configure):
+    AsyncOrders.seen = []
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    runtime = configure(workers=[AsyncOrders], **lowkiq_otel.middlewares(provider))
+    AsyncOrders.perform_async([{"id": "o1", "payload": {"status": "new"}}])
+    assert aperform_once(runtime) is not None
+    assert AsyncOrders.seen == [({"o1": [{"status": "new"}]}, True)]  # performed inside the span
+    [enqueue] = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.PRODUCER]
+    [consumer] = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.CONSUMER]
+    assert [link.context.span_id for link in consumer.links] == [enqueue.context.span_id]
+    assert consumer.end_time - consumer.start_time >= 10_000_000  # ns: the perform's await is inside it
+
+    AsyncOrders.perform_async([{"id": "bad", "payload": 1}])
+    assert aperform_once(runtime) is None
+    failed = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.CONSUMER][-1]
+    assert failed.status.status_code == StatusCode.ERROR and "LookupError" in failed.status.description
+    job = runtime.queries(AsyncOrders).job("bad")
+    assert job is not None and "LookupError" in (job.error or "")

@@ -31,10 +31,12 @@ linked.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
 from opentelemetry import propagate, trace
@@ -46,6 +48,7 @@ from ..runtime import current
 from ..serializers import to_bytes
 from ..store.codec import shard_of
 from ..store.keys import ShardKeys
+from ..worker import is_async
 
 # The wrapper of earlier versions, still unwrapped when met in a queue.
 TRACE_KEY = "__lowkiq_trace__"
@@ -125,18 +128,33 @@ def server_middleware(tracer_provider: Any = None, *, context_ttl: int = CONTEXT
         performed = _linked(worker, batch, link)
         attributes = _attributes(type(worker), "process", len(batch))
         attributes["lowkiq.payloads"] = payloads
-        with tracer.start_as_current_span(f"{type(worker).queue_name} process", kind=SpanKind.CONSUMER,
-                                          links=links, attributes=attributes,
-                                          record_exception=False, set_status_on_exception=False) as span:
-            try:
-                result = call_next()
-            except BaseException as exc:
-                span.record_exception(exc)
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-                # The contexts stay for the retry; a retry may come long after the last enqueue.
-                _send([(key, [str(context_ttl)]) for key, _ in performed], "EXPIRE",
-                      "keep the trace contexts of a failed perform")
-                raise
+
+        @contextlib.contextmanager
+        def span() -> Iterator[None]:
+            with tracer.start_as_current_span(f"{type(worker).queue_name} process", kind=SpanKind.CONSUMER,
+                                              links=links, attributes=attributes,
+                                              record_exception=False, set_status_on_exception=False) as current:
+                try:
+                    yield
+                except BaseException as exc:
+                    current.record_exception(exc)
+                    current.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                    # The contexts stay for the retry; a retry may come long after the last enqueue.
+                    _send([(key, [str(context_ttl)]) for key, _ in performed], "EXPIRE",
+                          "keep the trace contexts of a failed perform")
+                    raise
+
+        if is_async(type(worker)):
+            # An async worker's call_next() is an awaitable: the span lasts until it is awaited (docs/async.md).
+            async def traced() -> Any:
+                with span():
+                    result = await call_next()
+                await asyncio.to_thread(_send, performed, "SREM", "remove the trace contexts of a performed batch")
+                return result
+
+            return traced()
+        with span():
+            result = call_next()
         _send(performed, "SREM", "remove the trace contexts of a performed batch")
         return result
 
