@@ -65,6 +65,8 @@ class Contender:
     worker: Callable[[str, str], list[str]]    # the worker's command, given the interpreter and the Redis URL
     python: Callable[[], str] = lambda: sys.executable
     concurrency: int = 5                       # BENCH_CONCURRENCY for the asyncio peers
+    app: str = "ordering"                      # lowkiq's: bench/apps/<app>.py (bench.async_io runs its own)
+    threads: int = 5                           # lowkiq's threads_per_node
 
 
 def _module(module: str) -> Callable[[str, str], list[str]]:
@@ -188,7 +190,9 @@ class _worker:
 
     def __enter__(self) -> Callable[[], None]:
         if self.contender.name == "lowkiq":
-            self.server = LowkiqServer("ordering", self.url, env={"BENCH_REDIS_URL": self.url}).__enter__()
+            self.server = LowkiqServer(self.contender.app, self.url, threads=self.contender.threads,
+                                       env={"BENCH_REDIS_URL": self.url,
+                                            "BENCH_CONCURRENCY": str(self.contender.concurrency)}).__enter__()
             return self.server.check_alive
         self.process = subprocess.Popen(self.contender.worker(self.python, self.url), env=self.env, cwd=ROOT,
                                         stdout=subprocess.DEVNULL, stderr=self.stderr,  # type: ignore[arg-type]

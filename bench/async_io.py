@@ -1,0 +1,114 @@
+"""I/O-bound work on async workers: ``python -m bench.async_io [--versions N] [--ids K] [--rounds R] [--smoke]``.
+
+bench.ordering's measurement (bench/peers/marks.py: every version applied with one script, a version older
+than the one its id holds counted out of order), with I/O-bound jobs: ``--versions`` (10,000) versions over
+``--ids`` (1,000) ids, Zipf-like, each job ``await asyncio.sleep(0.05)`` before it applies its version. A
+producer process sends them one by one while the worker runs. Everyone at concurrency 200 on one process:
+lowkiq's async worker (500 shards, batch_size 1, ``concurrency`` 200, two server threads; a perform gets
+every version of its id queued so far, awaits the newest one's work once and records each, in order:
+bench/apps/async_io.py), arq (``max_jobs`` 200), saq (``concurrency`` 200) and taskiq
+(``--max-async-tasks`` 200). The contenders' order is reversed every other round.
+
+Reported per contender and round: versions applied out of order, ids left at an older version, seconds from
+the first version sent to the last applied, jobs/s (versions over those seconds), and how long the producer
+took to send. ``--smoke`` runs 300 versions over 30 ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+from .common import log
+from .ordering import Contender, Outcome, _module, _taskiq, run_one, versions
+from .peers import arq_env
+from .peers.marks import READY
+from .redis_server import RedisServer
+
+CONCURRENCY = 200
+SHARDS = 500
+WORK_MS = 50.0
+
+CONTENDERS = (
+    Contender("lowkiq", f"async worker: {SHARDS} shards, concurrency {CONCURRENCY}, batch_size 1, 2 threads",
+              "bench.async_io", lambda _, __: [], concurrency=CONCURRENCY, app="async_io", threads=2),
+    Contender("arq", f"max_jobs {CONCURRENCY}", "bench.peers.arq_app", _module("bench.peers.arq_app"), arq_env.python,
+              concurrency=CONCURRENCY),
+    Contender("saq", f"concurrency {CONCURRENCY}", "bench.peers.saq_app",
+              lambda _, __: [sys.executable.rsplit("/", 1)[0] + "/saq", "bench.peers.saq_app.settings", "--workers",
+                             "1"], concurrency=CONCURRENCY),
+    Contender("taskiq", f"--max-async-tasks {CONCURRENCY}", "bench.peers.taskiq_app", _taskiq(CONCURRENCY),
+              concurrency=CONCURRENCY),
+)
+
+
+def produce_versions(path: str) -> None:
+    """lowkiq's producer: one ``perform_async`` per version, score = version (a subprocess, as the peers')."""
+    import lowkiq
+
+    from .peers.marks import send_versions
+
+    worker = type("AsyncIoWorker", (lowkiq.Worker,), {"shards_count": SHARDS, "batch_size": 1, "__module__": __name__,
+                                                      "perform": lambda self, payloads_by_id: None})
+    runtime = lowkiq.configure(workers=[worker], redis_url=os.environ["BENCH_REDIS_URL"])
+    try:
+        send_versions(lambda job_id, version, work: worker.perform_async(
+            [{"id": job_id, "payload": {"v": version, "w": work}, "score": version}]), path)
+    finally:
+        runtime.close()
+
+
+def table(outcomes: dict[Contender, list[Outcome]], total: int, ids: int, rounds: int) -> str:
+    lines = [f"{total:,} versions over {ids:,} ids (Zipf-like), each job awaiting {WORK_MS:.0f} ms, sent one by one "
+             f"while the worker runs; {rounds} round(s), the contenders' order reversed every other round; every "
+             "round's figures",
+             "",
+             "| queue | set up | versions applied out of order | ids left at an older version | seconds, first sent "
+             "to last applied | jobs/s | sending took, s |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for contender, runs in outcomes.items():
+        lines.append(f"| {contender.name} | {contender.setup} | {', '.join(f'{o.out_of_order:,}' for o in runs)} | "
+                     f"{', '.join(str(o.left_older) for o in runs)} | {', '.join(f'{o.seconds:.2f}' for o in runs)} | "
+                     f"{', '.join(f'{total / o.seconds:,.0f}' for o in runs)} | "
+                     f"{', '.join(f'{o.sending:.2f}' for o in runs)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.async_io", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--versions", type=int, default=10_000)
+    parser.add_argument("--ids", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", default="", help="contenders by name, e.g. lowkiq,arq (default all)")
+    parser.add_argument("--smoke", action="store_true", help="300 versions over 30 ids: only checks that it works")
+    args = parser.parse_args(argv)
+    total, ids = (300, 30) if args.smoke else (args.versions, args.ids)
+    wanted = {name.strip() for name in args.only.split(",") if name.strip()}
+    chosen = [c for c in CONTENDERS if not wanted or c.name in wanted]
+    sent = [(job_id, version, WORK_MS) for job_id, version, _ in versions(total, ids)]
+    assert all(job_id != READY for job_id, _, _ in sent)
+    outcomes: dict[Contender, list[Outcome]] = {c: [] for c in chosen}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="lowkiq-async-io-") as file, RedisServer() as server:
+        json.dump(sent, file)
+        file.flush()
+        client = server.client()
+        for r in range(args.rounds):
+            for contender in chosen if r % 2 == 0 else chosen[::-1]:
+                outcomes[contender].append(run_one(contender, server.url, client, sent, file.name))
+    print()
+    print(table(outcomes, total, ids, args.rounds))
+    lowkiq = [o for runs in outcomes.values() for o in runs if o.contender.name == "lowkiq"]
+    if any(o.out_of_order or o.left_older for o in lowkiq):
+        print("\nlowkiq did not keep every id's order", file=sys.stderr)
+        return 1
+    log("median jobs/s: " + ", ".join(f"{c.name} {statistics.median(total / o.seconds for o in runs):,.0f}"
+                                       for c, runs in outcomes.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
