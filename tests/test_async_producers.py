@@ -271,3 +271,13 @@ def test_a_sync_workers_async_retries_exhausted_stays_refused(configure: Any) ->
 def test_concurrency_must_be_a_positive_int(value: Any) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         type("Bad", (lowkiq.Worker,), {"concurrency": value, "perform": lambda self, batch: None})
+
+
+def test_the_registry_records_an_async_workers_concurrency_for_the_console(configure: Any, redis_url: str) -> None:
+    from lowkiq.console import Console
+
+    runtime = configure(workers=[Orders, Plain])
+    runtime.register([Orders, Plain])
+    console = Console.from_url(redis_url, redis_timeout=5)
+    assert console.worker("Orders").info.concurrency == Orders.concurrency == 100
+    assert console.worker("Plain").info.concurrency is None  # a sync worker: threads_per_node
