@@ -98,6 +98,7 @@ class AsyncSlot(Processor):
         self.executor = executor
         self.queue_name = queue_name
         self.first = first  # the slot that passes the waker's pushes on to its pool (once, not per slot)
+        self.polled = False  # its last wait ended by time, not by news
 
     def nudge(self, queue_name: str, shard: int) -> None:
         if self.first and self.pool is not None:
@@ -137,21 +138,44 @@ class AsyncSlot(Processor):
             self._ended()
 
     async def _astep(self, pool: ShardPool) -> None:
-        got = await self.executor.offload(self._pool_take, pool)
+        got = await self.executor.offload(self._take_ready, pool)
         if isinstance(got, Wait):
             if got.seconds is None:
                 await self._asleep(TURN_POLL)
             else:
-                await self._idle(got.seconds)
+                self.polled = not await self._idle(got.seconds)
         elif got is not None:
-            self.executor.ring(self.queue_name)  # more may be due: a sleeping slot of the pool looks too
+            if self.polled:
+                # Work found by looking, not by news (it came due by time): more may be due, a sleeping slot
+                # looks too, and so on while slots find some. News rings a slot of its own.
+                self.executor.ring(self.queue_name)
+                self.polled = False
             ack = await self._aperform(got)
-            await self.executor.offload(self._pool_performed, pool, got.entry, ack)
+            if ack is not None:
+                self._pool_performed(pool, got.entry, ack)  # the pending ack kept: no lock, no Redis
+            else:
+                await self.executor.offload(self._pool_performed, pool, got.entry, ack)
 
-    async def _idle(self, seconds: float) -> None:
+    def _take_ready(self, pool: ShardPool) -> InHand | Wait | None:
+        """On an executor thread, in one hand-off: ``_pool_take``, then what ``_perform`` does before a perform
+        (a lease near its deadline renewed, the batch in flight)."""
+        got = self._pool_take(pool)
+        if isinstance(got, InHand):
+            self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
+            try:
+                self._before_perform(got.handler)
+            except BaseException:
+                self.in_flight = None
+                if got.taken.suspect:
+                    self.isolation.release(self.name)
+                raise
+        return got
+
+    async def _idle(self, seconds: float) -> bool:
         """No due work: one sleeping slot of the pool (the poller) looks again after ``seconds``, when work
         may come due; the others wait for the pool's bell (or the keeper's news), up to ``SIBLING_NAP``. So an
-        idle pool costs one look per poll, not one per slot, and news wakes one slot, not all."""
+        idle pool costs one look per poll, not one per slot, and news wakes one slot, not all. Whether news
+        ended the wait."""
         executor, name = self.executor, self.queue_name
         if executor.pollers.get(name) is None:
             executor.pollers[name] = self
@@ -160,7 +184,7 @@ class AsyncSlot(Processor):
         sleepers = executor.sleepers[name]
         sleepers.append(self)
         try:
-            await self._asleep(seconds)
+            return await self._asleep(seconds)
         finally:
             with contextlib.suppress(ValueError):  # rung: taken off already
                 sleepers.remove(self)
@@ -170,9 +194,7 @@ class AsyncSlot(Processor):
     async def _aperform(self, got: InHand) -> Ack | None:
         handler, taken = got.handler, got.taken
         assert isinstance(handler, AsyncShardHandler)
-        self.uncertain = True  # from now on the batch is in processing: a lost fail() is recovered
         try:
-            await self.executor.offload(self._before_perform, handler)
             ack = await handler.aperform(taken)
         finally:
             self.in_flight = None

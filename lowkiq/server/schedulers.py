@@ -75,6 +75,10 @@ class Scheduler:
         """Whatever was known about the shards is stale (after an outage and a restore)."""
 
 
+# Seconds within which a probe is fresh enough for a thread about to idle.
+LOOK_AGAIN = 0.02
+
+
 class Lag(Scheduler):
     """The shard whose oldest ready job is most overdue.
 
@@ -98,8 +102,9 @@ class Lag(Scheduler):
         index = self._oldest()
         if index is not None and self.heads[index] <= now:
             return index
-        if index is not None and self.probed_at < now:
-            # The cache may have missed new jobs: look once before idling.
+        if index is not None and self.probed_at < now - LOOK_AGAIN:
+            # The cache may have missed new jobs: look once before idling (not again within LOOK_AGAIN:
+            # many threads or async slots idling at once would each probe every shard).
             self._probe(now)
             index = self._oldest()
             if index is not None and self.heads[index] <= now:
