@@ -224,7 +224,7 @@ class AsyncExecutor:
                  on_fatal: Callable[[BaseException, bool], None], *, first_number: int = 0) -> None:
         s = runtime.settings
         # Its own: a suspect batch of an async worker runs alone among the process's async batches.
-        self.isolation = CrashIsolation(suspect_wait=s.suspect_wait)
+        self.isolation = CrashIsolation(suspect_wait=s.suspect_wait, waits=False)
         self.pools = {w.queue_name: ShardPool(s, runtime.new_client(2), runtime.due_clock()) for w in workers}
         # On the loop only: each pool's sleeping slots (the last to sleep is rung first), and its poller.
         self.sleepers: dict[str, list[AsyncSlot]] = {name: [] for name in self.pools}

@@ -29,7 +29,8 @@ from collections.abc import Callable
 
 
 class CrashIsolation:
-    def __init__(self, suspect_wait: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, suspect_wait: float = 30.0, clock: Callable[[], float] = time.monotonic, *,
+                 waits: bool = True) -> None:
         self._changed = threading.Condition()
         self._holding = 0  # threads with a batch taken and not yet acknowledged
         self._owner: str | None = None  # the thread performing a suspect batch alone
@@ -37,6 +38,9 @@ class CrashIsolation:
         self._suspect: dict[str, object] | None = None  # what the owner performs: worker, ids, since (unix time)
         self.suspect_wait = suspect_wait
         self.clock = clock
+        # False: hold() refuses at once instead of waiting out a claim. The async executor's slots share a few
+        # threads: one waiting there would keep the others from the steps that let the claim go ahead.
+        self.waits = waits
 
     def _waits_for(self, thread: str) -> bool:
         return self._owner is not None and self._owner != thread and self.clock() < self._until
@@ -55,10 +59,10 @@ class CrashIsolation:
 
     def hold(self, thread: str, stop: threading.Event) -> bool:
         """Before a take: count this thread as holding a batch. Waits out another thread's claim (at most
-        its bound); False when the process is stopping meanwhile."""
+        its bound); False when the process is stopping meanwhile, or at once while claimed without ``waits``."""
         with self._changed:
             while self._waits_for(thread):
-                if stop.is_set():
+                if stop.is_set() or not self.waits:
                     return False
                 self._changed.wait(min(0.5, max(0.001, self._until - self.clock())))
             self._holding += 1
