@@ -17,17 +17,13 @@ took to send. ``--smoke`` runs 300 versions over 30 ids.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
-import tempfile
 
 from .common import log
-from .ordering import Contender, Outcome, _module, _taskiq, run_one, versions
+from .ordering import Contender, Outcome, _module, _taskiq, disordered, run_rounds, versions
 from .peers import arq_env
-from .peers.marks import READY
-from .redis_server import RedisServer
 
 CONCURRENCY = 200
 SHARDS = 500
@@ -90,20 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     chosen = [c for c in CONTENDERS if not wanted or c.name in wanted]
     sent = [(job_id, version, WORK_MS) for job_id, version, _ in versions(total, ids)]
-    assert all(job_id != READY for job_id, _, _ in sent)
-    outcomes: dict[Contender, list[Outcome]] = {c: [] for c in chosen}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="lowkiq-async-io-") as file, RedisServer() as server:
-        json.dump(sent, file)
-        file.flush()
-        client = server.client()
-        for r in range(args.rounds):
-            for contender in chosen if r % 2 == 0 else chosen[::-1]:
-                outcomes[contender].append(run_one(contender, server.url, client, sent, file.name))
+    outcomes = run_rounds(chosen, sent, args.rounds)
     print()
     print(table(outcomes, total, ids, args.rounds))
-    lowkiq = [o for runs in outcomes.values() for o in runs if o.contender.name == "lowkiq"]
-    if any(o.out_of_order or o.left_older for o in lowkiq):
-        print("\nlowkiq did not keep every id's order", file=sys.stderr)
+    if disordered(outcomes):
         return 1
     log("median jobs/s: " + ", ".join(f"{c.name} {statistics.median(total / o.seconds for o in runs):,.0f}"
                                        for c, runs in outcomes.items()))

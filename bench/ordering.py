@@ -247,22 +247,34 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     chosen = [c for c in CONTENDERS if not wanted or c.name in wanted]
     sent = versions(total, ids)
+    outcomes = run_rounds(chosen, sent, args.rounds)
+    print()
+    print(table(outcomes, total, ids, args.rounds))
+    return 1 if disordered(outcomes) else 0
+
+
+def run_rounds(chosen: list[Contender], sent: list[tuple[str, int, float]],
+               rounds: int) -> dict[Contender, list[Outcome]]:
+    """Every contender ``rounds`` times on one private redis-server, the order reversed every other round."""
     assert all(job_id != READY for job_id, _, _ in sent)
     outcomes: dict[Contender, list[Outcome]] = {c: [] for c in chosen}
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="lowkiq-ordering-") as file, RedisServer() as server:
         json.dump(sent, file)
         file.flush()
         client = server.client()
-        for r in range(args.rounds):
+        for r in range(rounds):
             for contender in chosen if r % 2 == 0 else chosen[::-1]:
                 outcomes[contender].append(run_one(contender, server.url, client, sent, file.name))
-    print()
-    print(table(outcomes, total, ids, args.rounds))
+    return outcomes
+
+
+def disordered(outcomes: dict[Contender, list[Outcome]]) -> bool:
+    """Whether lowkiq applied a version out of order or left an id older (said on stderr)."""
     lowkiq = [o for runs in outcomes.values() for o in runs if o.contender.name == "lowkiq"]
     if any(o.out_of_order or o.left_older for o in lowkiq):
         print("\nlowkiq did not keep every id's order", file=sys.stderr)
-        return 1
-    return 0
+        return True
+    return False
 
 
 if __name__ == "__main__":
