@@ -31,8 +31,9 @@ from ..store import audit
 from ..store.confirmations import ConfirmationRefused
 from ..store.queries import MORGUE_ORDERS
 from ..transport import TopologyError
-from . import COMMANDS, human
+from . import human
 from . import id_history as id_history_text
+from .commands import COMMANDS
 from .human import Style
 
 if TYPE_CHECKING:
