@@ -94,8 +94,9 @@ class Worker(WorkerSpec):
         The whole batch is validated first: a bad job raises TypeError or
         ValueError naming its index, and nothing is written.
         """
-        # At call time: the runtime (and the store under it) names Worker in its own types, and a Worker is
-        # defined before anything is configured. The one import cycle of the core is this, on purpose.
+        # At call time: the runtime names Worker in its own types (and reaches config.py and schedule.py, which
+        # check Worker classes), and a Worker is defined before anything is configured. The one import cycle
+        # of the core is this, on purpose.
         from .runtime import enqueue
 
         return enqueue(cls, jobs)
