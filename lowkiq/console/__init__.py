@@ -40,6 +40,8 @@ from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import Bounds, Content, Continuation, Search
 from ..transport import Transport
 from .operations import MATCHING
+from .waiting import WaitingOn as WaitingOn
+from .waiting import WaitingVersion, waiting_count, waiting_versions
 
 
 class AreaOrder(NamedTuple):
@@ -295,6 +297,14 @@ class Console:
                 if job is not None:
                     found.append(Found(view, where, job))
         return found
+
+    def waiting(self, view: WorkerView, job_id: str) -> list[WaitingVersion]:
+        """The id's versions waiting for their dependencies (``after``), each with where those are now."""
+        return waiting_versions(self, view, job_id)
+
+    def waiting_count(self, view: WorkerView) -> int:
+        """How many of the worker's ids have a version waiting for dependencies."""
+        return waiting_count(self, view)
 
     # ---- numbers --------------------------------------------------------
 
