@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
+from queue_support import acquire, held_lease
 
 import lowkiq
 from lowkiq.store import dependencies, lua
 from lowkiq.store.codec import shard_of
 from lowkiq.store.keys import ShardKeys
 from lowkiq.store.leases import Lease
-from queue_support import acquire, held_lease
 from lowkiq.testing import drain
 
 
@@ -221,3 +221,32 @@ def test_versions_in_processing_and_queued_both_hold(app):
     taken = q.ack_and_take(None, (lease, 1))
     q.ack_and_take((lease, ["c1"]), None)
     assert deliver() == 1
+
+
+def test_an_audit_releases_a_version_whose_watch_was_lost(app, r):
+    Customers.perform_async([{"id": "c1"}, {"id": "c2"}])
+    Orders.perform_async([{"id": "o1", "after": after(("Customers", "c1"))},
+                          {"id": "o2", "after": after(("Customers", "c2"))}])
+    # a failover lost the last writes of c1's primary: its watch, not the parked version
+    r.hdel(Customers.keys().shard(shard_of("c1", 4)).depend_watches_hash, "c1")
+    client = lowkiq.current().client
+    by_name = {"Customers": Customers, "Orders": Orders}
+    since = max(version.since for job_id in ("o1", "o2") for version in waiting(job_id))
+
+    def audit(now: float) -> list[dependencies.Release]:
+        found = []
+        for keys in Orders.keys().shards():
+            cursor = 0
+            while True:
+                releases, cursor = dependencies.orphaned(client, keys, by_name, now, cursor)
+                found += releases
+                if cursor == 0:
+                    break
+        return found
+
+    assert audit(since + 1) == []  # too young to be checked
+    [release] = audit(since + dependencies.AUDIT_AFTER + 1)
+    assert (release.id, release.worker, release.dependency) == ("o1", "Customers", "c1")
+    assert dependencies.deliver(client, [release]) == 1
+    assert ran(Orders) == ["o1"]
+    assert len(waiting("o2")) == 1  # its watch is there: it waits for c2

@@ -12,7 +12,7 @@ Every script touches one shard's slot, so a dependency spans two steps and a del
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -155,7 +155,8 @@ def deliver(client: Transport, releases: Sequence[Release]) -> int:
     calls: list[lua.Call] = [("depend_deliver", r.target, (r.id, r.wait, r.worker, r.dependency, WAKE_CHANNEL,
                                                            r.target.wake_message)) for r in releases]
     replies = lua.run_many(client, calls, settle=True)
-    done = [r for r, reply in zip(releases, replies) if not isinstance(reply, BaseException)]
+    # an audit's releases (``orphaned``) are in no stream: nothing to remove
+    done = [r for r, reply in zip(releases, replies) if not isinstance(reply, BaseException) and r.entry_id]
     by_source: dict[ShardKeys, list[bytes]] = {}
     for r in done:
         by_source.setdefault(r.source, []).append(r.entry_id)
@@ -165,7 +166,7 @@ def deliver(client: Transport, releases: Sequence[Release]) -> int:
     failed = [reply for reply in replies if isinstance(reply, BaseException)]
     if failed:
         raise failed[0]
-    return len(done)
+    return len(replies) - len(failed)
 
 
 @dataclass(frozen=True)
@@ -220,3 +221,44 @@ def states(client: Transport, dependencies: Sequence[tuple[ShardKeys, str]]) -> 
         found = [name for name, flag in zip(names, replies[4 * i: 4 * i + 4]) if int(flag)]
         out.append(found[0] if found else "gone")
     return out
+
+
+# A version waiting longer than this is checked against its dependencies' watches (``orphaned``).
+AUDIT_AFTER = 60.0
+# Ids of one shard's waiting versions an audit step reads at most.
+AUDIT_CHUNK = 50
+
+
+def orphaned(client: Transport, keys: ShardKeys, workers: Mapping[str, type[Worker]], now: float,
+             cursor: int = 0) -> tuple[list[Release], int]:
+    """One step through a shard's waiting versions: the releases of those that have waited AUDIT_AFTER seconds
+    on a dependency whose shard keeps no watch for them, and the cursor of the next step (0: a round ended).
+
+    A version is parked only after its watches were written, and a watch leaves only with its release; so a
+    missing watch was settled (its release is on its way, and delivering it again is harmless) or lost with
+    the last writes of a failed-over primary (and nothing else would ever release the version).
+    """
+    next_cursor, flat = client.pipeline_commands(
+        [(keys.depend_waiting_hash, ("HSCAN", keys.depend_waiting_hash, cursor, "COUNT", AUDIT_CHUNK))])[0]
+    suspects: list[tuple[str, str, str, str, ShardKeys]] = []  # id, wait, worker, dependency, its shard
+    for i in range(0, len(flat), 2):
+        job_id = codec.text(flat[i])
+        for parking in msgpack.unpackb(flat[i + 1], raw=True):
+            wait, pending, since = codec.text(parking[0]), parking[5], float(parking[6])
+            if now - since < AUDIT_AFTER:
+                continue
+            for k in range(0, len(pending), 2):
+                name, dependency = codec.text(pending[k]), codec.text(pending[k + 1])
+                worker = workers.get(name)
+                if worker is not None:
+                    suspects.append((job_id, wait, name, dependency, _keys_of(worker, dependency)))
+    if not suspects:
+        return [], int(next_cursor)
+    records = client.pipeline_commands([(where.depend_watches_hash, ("HGET", where.depend_watches_hash, dependency))
+                                        for _, _, _, dependency, where in suspects])
+    releases = []
+    for (job_id, wait, name, dependency, where), record in zip(suspects, records):
+        waits = {codec.text(w[5]) for w in msgpack.unpackb(record, raw=True)[1:]} if record is not None else set()
+        if wait not in waits:
+            releases.append(Release(where, b"", keys, job_id, wait, name, dependency))
+    return releases, int(next_cursor)
