@@ -3,6 +3,7 @@ versions, releases delivered into the dependent's shard (the keeper duty's step,
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import pytest
@@ -250,3 +251,46 @@ def test_an_audit_releases_a_version_whose_watch_was_lost(app, r):
     assert dependencies.deliver(client, [release]) == 1
     assert ran(Orders) == ["o1"]
     assert len(waiting("o2")) == 1  # its watch is there: it waits for c2
+
+
+class Batches(lowkiq.Worker):
+    """Performs two ids a batch, and fails the one whose payload says so (the other is acknowledged)."""
+
+    batch_size = 2
+    shards_count = 1
+    max_retry_count = 5
+
+    def retry_in(self, retry_count: int) -> float:
+        return 3600
+
+    def perform(self, payloads_by_id: Any) -> None:
+        failed = {job_id: ValueError("no") for job_id, payloads in payloads_by_id.items() if "fail" in payloads}
+        if failed:
+            raise lowkiq.PartialFailure(failed)
+
+
+def test_an_id_a_partial_failure_spared_releases_and_the_failed_one_holds(r, redis_url):
+    lowkiq.configure(redis_url=redis_url, workers=[Batches, Orders])
+    try:
+        Batches.perform_async([{"id": "ok", "payload": "fine"}, {"id": "bad", "payload": "fail"}])
+        Orders.perform_async([{"id": "o-ok", "after": after(("Batches", "ok"))},
+                              {"id": "o-bad", "after": after(("Batches", "bad"))}])
+        drained = drain(Batches, raise_errors=False)
+        assert drained["Batches"] == ["ok"]  # its release delivered by the drain
+        assert ran(Orders) == ["o-ok"]
+        assert len(waiting("o-bad")) == 1
+    finally:
+        lowkiq.runtime._current = None
+
+
+def test_a_released_version_keeps_its_group_and_perform_in(app, r):
+    Customers.perform_async([{"id": "c1"}])
+    later = time.time() + 3600
+    Orders.perform_async([{"id": "o1", "group": "acme", "perform_in": later, "after": after(("Customers", "c1"))}])
+    keys = Orders.keys().shard(shard_of("o1", Orders.shards_count))
+    assert r.hget(keys.group_of_hash, "o1") is None  # waiting: not queued yet
+    perform_by_hand(Customers, "c1")
+    assert deliver() == 1
+    assert r.hget(keys.group_of_hash, "o1") == b"acme"
+    assert r.zscore(keys.ids_by_perform_in_zset, "o1") == pytest.approx(later)
+    assert r.zscore(keys.group_lengths_zset, "acme") == 1
