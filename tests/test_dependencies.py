@@ -224,6 +224,21 @@ def test_versions_in_processing_and_queued_both_hold(app):
     assert deliver() == 1
 
 
+def audit(now: float) -> list[dependencies.Release]:
+    """What the audit duty finds in every shard of Orders, a whole round."""
+    client = lowkiq.current().client
+    found = []
+    for keys in Orders.keys().shards():
+        cursor = 0
+        while True:
+            releases, cursor = dependencies.orphaned(client, keys, {"Customers": Customers, "Orders": Orders}, now,
+                                                     cursor)
+            found += releases
+            if cursor == 0:
+                break
+    return found
+
+
 def test_an_audit_releases_a_version_whose_watch_was_lost(app, r):
     Customers.perform_async([{"id": "c1"}, {"id": "c2"}])
     Orders.perform_async([{"id": "o1", "after": after(("Customers", "c1"))},
@@ -231,26 +246,29 @@ def test_an_audit_releases_a_version_whose_watch_was_lost(app, r):
     # a failover lost the last writes of c1's primary: its watch, not the parked version
     r.hdel(Customers.keys().shard(shard_of("c1", 4)).depend_watches_hash, "c1")
     client = lowkiq.current().client
-    by_name = {"Customers": Customers, "Orders": Orders}
     since = max(version.since for job_id in ("o1", "o2") for version in waiting(job_id))
-
-    def audit(now: float) -> list[dependencies.Release]:
-        found = []
-        for keys in Orders.keys().shards():
-            cursor = 0
-            while True:
-                releases, cursor = dependencies.orphaned(client, keys, by_name, now, cursor)
-                found += releases
-                if cursor == 0:
-                    break
-        return found
-
     assert audit(since + 1) == []  # too young to be checked
     [release] = audit(since + dependencies.AUDIT_AFTER + 1)
     assert (release.id, release.worker, release.dependency) == ("o1", "Customers", "c1")
     assert dependencies.deliver(client, [release]) == 1
     assert ran(Orders) == ["o1"]
     assert len(waiting("o2")) == 1  # its watch is there: it waits for c2
+
+
+def test_an_audit_releases_a_version_whose_delivery_was_lost(app, r):
+    Customers.perform_async([{"id": "c1"}])
+    Orders.perform_async([{"id": "o1", "payload": "v1", "after": after(("Customers", "c1"))}])
+    perform_by_hand(Customers, "c1")
+    # on a Cluster: delivered into o1's node, removed from c1's stream, then o1's primary failed over and lost
+    # the delivery
+    stream = Customers.keys().shard(shard_of("c1", 4)).depend_releases_stream
+    r.delete(stream)
+    assert deliver() == 0
+    [version] = waiting("o1")
+    [release] = audit(version.since + dependencies.AUDIT_AFTER + 1)
+    assert dependencies.deliver(lowkiq.current().client, [release]) == 1
+    assert ran(Orders) == ["o1"]
+    assert Orders.performed == [("o1", ["v1"])]
 
 
 class Batches(lowkiq.Worker):
