@@ -29,7 +29,10 @@ def test_the_api_says_what_a_version_waits_on(client, runtime):
     assert version["payload"] == XSS
     assert version["after"] == [{"worker": "OrdersWorker", "id": DEPENDENCY, "state": "dead"},
                                 {"worker": "OrdersWorker", "id": "c2", "state": "queued"}]
+    assert data["dependents"] == []
     assert client.get(f"{API}/workers/MailerWorker/jobs/m2").status_code == 404
+    dead = client.get(f"{API}/workers/OrdersWorker/job", query_string={"id": DEPENDENCY}).get_json()
+    assert dead["morgue"] and dead["dependents"] == [{"worker": "MailerWorker", "id": "m1"}]
 
 
 def test_the_job_page_shows_the_waiting_version_escaped(client, runtime):
@@ -41,6 +44,8 @@ def test_the_job_page_shows_the_waiting_version_escaped(client, runtime):
     assert XSS not in html and DEPENDENCY not in html
     assert "&lt;b&gt;c1&lt;/b&gt;" in html
     assert 'data-waits-on="dead"' in html and 'data-waits-on="queued"' in html
+    dead = client.get("/lowkiq/workers/OrdersWorker/job", query_string={"id": DEPENDENCY}).get_data(as_text=True)
+    assert 'id="job-dependents"' in dead and ">m1</code>" in dead and "&lt;b&gt;c1&lt;/b&gt;" in dead
 
 
 def test_the_worker_page_counts_waiting_ids(client, runtime):

@@ -212,6 +212,7 @@ def api_job(worker: str, job_id: str) -> Response:
             "busy": job_json(busy, traceback=True) if busy else None,
             "morgue": morgue_job_json(dead, traceback=True) if dead else None,
             "waiting": [waiting_json(version) for version in waiting],
+            "dependents": [d.as_json() for d in c.dependents(view, job_id)],
         }
     )
 

@@ -258,6 +258,10 @@ SCHEMAS: Json = {
             "waiting": {"type": "array", "items": _schema("WaitingVersion"),
                         "description": "Versions of the id waiting for other ids (`after`, docs/dependencies.md); "
                                        "empty when none waits."},
+            "dependents": {"type": "array", "items": _schema("Dependent"),
+                           "description": "Versions of other ids waiting for this id's versions (their `after` "
+                                          "named it when it was queued or in processing), until those are performed "
+                                          "or deleted."},
         },
         "Where an id is. One id can be queued, in processing, dead and waiting at once; at least one of queued, "
         "busy and morgue is not null, or waiting is not empty.",
@@ -274,6 +278,14 @@ SCHEMAS: Json = {
         },
         "A version enqueued with `after`, waiting until the versions of those ids queued or in processing at its "
         "enqueue are performed or deleted.",
+    ),
+    "Dependent": _object(
+        {
+            "worker": {**TEXT, "description": "The waiting version's worker (its queue's name when the console does "
+                                              "not know the worker)."},
+            "id": {**TEXT, "description": "The waiting version's id."},
+        },
+        "A version of another id waiting for this one.",
     ),
     "WaitingOn": _object(
         {

@@ -270,7 +270,7 @@ def job(worker: str, job_id: str) -> Response:
 
         busy = busy_jobs(c, view, [in_processing])[1][0]
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, shown=shown, tab="", now=c.clock(),
-                status=status, waiting=waiting,
+                status=status, waiting=waiting, dependents=c.dependents(view, job_id),
                 lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 

@@ -59,6 +59,26 @@ def waiting_versions(console: Console, view: WorkerView, job_id: str) -> list[Wa
             for v, version in enumerate(versions)]
 
 
+@dataclass(frozen=True)
+class Dependent:
+    """A version of another id waiting for this one: its worker (its queue's name when this console does not know
+    the worker) and id."""
+
+    worker: str
+    id: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"worker": self.worker, "id": self.id}
+
+
+def dependents(console: Console, view: WorkerView, job_id: str) -> list[Dependent]:
+    """The versions waiting for the id's versions queued, in processing or dead (one read)."""
+    keys = view.keys.shard(codec.shard_of(job_id, view.keys.shards_count))
+    names = {w.info.queue_name: w.name for w in console.workers()}
+    return [Dependent(names.get(queue, queue), dependent)
+            for queue, dependent in dependencies.watchers_of(console.client, keys, job_id)]
+
+
 def waiting_count(console: Console, view: WorkerView) -> int:
     """The worker's ids with a version waiting for dependencies: one read per shard, one round trip."""
     return sum(dependencies.waiting_counts(console.client, view.keys.shards()))

@@ -262,3 +262,12 @@ def orphaned(client: Transport, keys: ShardKeys, workers: Mapping[str, type[Work
         if wait not in waits:
             releases.append(Release(where, b"", keys, job_id, wait, name, dependency))
     return releases, int(next_cursor)
+
+
+def watchers_of(client: Transport, keys: ShardKeys, job_id: str) -> list[tuple[str, str]]:
+    """(queue name, id) of each version waiting for ``job_id``'s versions, as its watches name them (one HGET,
+    bounded by the scripts' cap)."""
+    raw = client.pipeline_commands([(keys.depend_watches_hash, ("HGET", keys.depend_watches_hash, job_id))])[0]
+    if raw is None:
+        return []
+    return [(codec.text(w[2]), codec.text(w[4])) for w in msgpack.unpackb(raw, raw=True)[1:]]
