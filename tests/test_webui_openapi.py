@@ -225,10 +225,11 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     lookup = answers["/api/v1/workers/{worker}/jobs/{job_id}"]
     assert all(lookup[where] for where in ("queued", "busy", "morgue"))
     assert answers["/api/v1/workers/{worker}/job"] == lookup
-    # The search answers that lookup in each worker holding the id: here only OrdersWorker.
+    # The search answers that lookup in each worker holding the id (waiting versions aside): here only OrdersWorker.
     searched = answers["/api/v1/search"]
+    assert lookup["waiting"] == [] and lookup["dependents"] == []
     assert {k: v for k, v in searched.items() if k not in ("history", "searched")} == {"id": "all3", "found": [
-        {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k != "id"}}]}
+        {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k not in ("id", "waiting", "dependents")}}]}
     assert searched["searched"] == {"from": 0, "workers": 2, "of": 2, "continue": None}
     # ... and its history in that worker, newest first: the id was enqueued, taken, failed, ...
     (remembered,) = searched["history"]

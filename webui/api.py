@@ -19,6 +19,7 @@ from ..console.terms import (
     Minute,
     QueueMetrics,
 )
+from ..console.waiting import WaitingVersion
 from ..jobs import Job, MorgueJob
 from . import actor
 from .blueprint import bp
@@ -205,7 +206,8 @@ def api_job(worker: str, job_id: str) -> Response:
     view = c.worker(worker)
     q = c.queries(view)
     queued, busy, dead = q.job(job_id), q.busy_job(job_id), q.morgue_job(job_id)
-    if not (queued or busy or dead):
+    waiting = c.waiting(view, job_id)
+    if not (queued or busy or dead or waiting):
         return reply({"error": f"no job {job_id!r} in {view.name}"}, 404)
     return reply(
         {
@@ -213,8 +215,16 @@ def api_job(worker: str, job_id: str) -> Response:
             "queued": job_json(queued, traceback=True) if queued else None,
             "busy": job_json(busy, traceback=True) if busy else None,
             "morgue": morgue_job_json(dead, traceback=True) if dead else None,
+            "waiting": [waiting_json(version) for version in waiting],
+            "dependents": [d.as_json() for d in c.dependents(view, job_id)],
         }
     )
+
+
+def waiting_json(version: WaitingVersion) -> dict[str, Any]:
+    """A version waiting for other ids (``after``): its payload, score, when it came, and what it waits on."""
+    return {"payload": version.payload, "score": version.score, "since": version.since,
+            "perform_in": version.perform_in, "after": [on.as_json() for on in version.on]}
 
 
 # Where Console.find says a job is, by the key jobs/<id> gives that place.

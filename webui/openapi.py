@@ -260,8 +260,49 @@ SCHEMAS: Json = {
             "queued": {**_nullable(_schema("Job")), "description": "The job in the queue, if it is there."},
             "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
             "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+            "waiting": {"type": "array", "items": _schema("WaitingVersion"),
+                        "description": "Versions of the id waiting for other ids (`after`, docs/dependencies.md); "
+                                       "empty when none waits."},
+            "dependents": {"type": "array", "items": _schema("Dependent"),
+                           "description": "Versions of other ids waiting for this id's versions (their `after` "
+                                          "named it when it was queued or in processing), until those are performed "
+                                          "or deleted."},
         },
-        "Where an id is. One id can be queued, in processing and dead at once; at least one is not null.",
+        "Where an id is. One id can be queued, in processing, dead and waiting at once; at least one of queued, "
+        "busy and morgue is not null, or waiting is not empty.",
+    ),
+    "WaitingVersion": _object(
+        {
+            "payload": {"description": "The version's payload, as the worker's load_payload returns it."},
+            "score": {"type": "number", "description": "Its score."},
+            "since": {**UNIX_TIME, "description": "When it was enqueued."},
+            "perform_in": {**UNIX_TIME, "description": "Its perform_in: it is due at the later of this and its "
+                                                       "release."},
+            "after": {"type": "array", "items": _schema("WaitingOn"),
+                      "description": "The dependencies it still waits on, as its `after` named them."},
+        },
+        "A version enqueued with `after`, waiting until the versions of those ids queued or in processing at its "
+        "enqueue are performed or deleted.",
+    ),
+    "Dependent": _object(
+        {
+            "worker": {**TEXT, "description": "The waiting version's worker (its queue's name when the console does "
+                                              "not know the worker)."},
+            "id": {**TEXT, "description": "The waiting version's id."},
+        },
+        "A version of another id waiting for this one.",
+    ),
+    "WaitingOn": _object(
+        {
+            "worker": {**TEXT, "description": "The dependency's worker."},
+            "id": {**TEXT, "description": "The dependency's id."},
+            "state": {"type": "string", "enum": ["dead", "processing", "queued", "waiting", "gone", "unknown"],
+                      "description": "Where that id is now: dead (in the morgue: it holds this version until it is "
+                                     "requeued and performed, or deleted), processing, queued, waiting (on its own "
+                                     "dependencies), gone (performed or deleted: the release is on its way), unknown "
+                                     "(a worker this console does not know)."},
+        },
+        "A dependency a waiting version still waits on.",
     ),
     "WorkerLookup": _object(
         {

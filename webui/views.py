@@ -211,6 +211,7 @@ def worker_counts(worker: str) -> str:
     hours = history_chart.WINDOWS[0]
     minutes = history_chart.read(c, [view.info.queue_name], hours, now)[view.info.queue_name]
     return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""),
+                           waiting=c.waiting_count(view),
                            now=now, next_url=_current_page(view), history=history_chart.build(minutes, hours, now))
 
 
@@ -260,14 +261,15 @@ def job(worker: str, job_id: str) -> Response:
     in_processing = q.busy_job(job_id)
     found = {"queued": q.job(job_id), "busy": in_processing, "morgue": q.morgue_job(job_id)}
     shown = histories.of(c, view, job_id)
-    status = 200 if any(found.values()) or shown.history.events else 404
+    waiting = c.waiting(view, job_id)
+    status = 200 if any(found.values()) or waiting or shown.history.events else 404
     busy = None
     if in_processing is not None:  # which server performs it, since when: one more read, only then
         from ..console.busy import busy_jobs
 
         busy = busy_jobs(c, view, [in_processing])[1][0]
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, shown=shown, tab="", now=c.clock(),
-                status=status,
+                status=status, waiting=waiting, dependents=c.dependents(view, job_id),
                 lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 

@@ -40,6 +40,8 @@ from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import Bounds, Content, Continuation, Search
 from ..transport import Transport
 from .operations import MATCHING
+from .waiting import Dependent, WaitingVersion, dependents, waiting_count, waiting_versions
+from .waiting import WaitingOn as WaitingOn
 
 
 class AreaOrder(NamedTuple):
@@ -295,6 +297,18 @@ class Console:
                 if job is not None:
                     found.append(Found(view, where, job))
         return found
+
+    def waiting(self, view: WorkerView, job_id: str) -> list[WaitingVersion]:
+        """The id's versions waiting for their dependencies (``after``), each with where those are now."""
+        return waiting_versions(self, view, job_id)
+
+    def dependents(self, view: WorkerView, job_id: str) -> list[Dependent]:
+        """The versions of other ids waiting for this id's versions (``after``), until they are performed."""
+        return dependents(self, view, job_id)
+
+    def waiting_count(self, view: WorkerView) -> int:
+        """How many of the worker's ids have a version waiting for dependencies."""
+        return waiting_count(self, view)
 
     # ---- numbers --------------------------------------------------------
 

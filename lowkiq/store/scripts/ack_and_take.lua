@@ -32,6 +32,7 @@ if refused then return refused end
 local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
 local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1)
+depend_settled(acked, true)
 local history = history_length(ARGV[6])
 
 local fair = false
