@@ -2,9 +2,9 @@
 --
 -- Redis runs them on Lua 5.1, with its own globals. lowkiq.store.lua assembles each script as Redis receives
 -- it: a local per key of SCRIPT_KEYS (K_READY = KEYS[1], ...; lowkiq/store/keys.py), then the definitions of
--- _lib.lua the script uses, then its body (an `--#include NAME` line takes NAME.lua's body). A script file
--- alone therefore reads those locals as globals: they are declared here, read from the files that define
--- them, so that a name neither defines is still an error.
+-- _lib.lua and _depends.lua the script uses, then its body (an `--#include NAME` line takes NAME.lua's
+-- body). A script file alone therefore reads those locals as globals: they are declared here, read from the
+-- files that define them, so that a name none defines is still an error.
 std = "lua51"
 max_line_length = 130  -- as the Python code (pyproject.toml)
 
@@ -22,12 +22,18 @@ local arguments = { KEYS = { read_only = false, other_fields = true }, ARGV = { 
 local prelude = {}
 for name in read("lowkiq/store/keys.py"):gmatch('%("(K_[%w_]+)", "') do prelude[#prelude + 1] = name end
 
-local lib, lib_unused = {}, {}
-for line in read("lowkiq/store/scripts/_lib.lua"):gmatch("[^\n]+") do
-  local name = line:match("^local function ([%w_]+)") or line:match("^local ([%w_]+)")
-  if name then
-    lib[#lib + 1] = name
-    lib_unused[#lib_unused + 1] = "211/" .. name  -- used by the scripts, not by _lib.lua itself
+-- The libraries every script may use, in the order lowkiq.store.lua puts them before a script's body: each
+-- may use the ones before it.
+local libraries = { "_lib", "_depends" }
+local defined, unused = {}, {}
+for _, library in ipairs(libraries) do
+  defined[library], unused[library] = {}, {}
+  for line in read("lowkiq/store/scripts/" .. library .. ".lua"):gmatch("[^\n]+") do
+    local name = line:match("^local function ([%w_]+)") or line:match("^local ([%w_]+)")
+    if name then
+      table.insert(defined[library], name)
+      table.insert(unused[library], "211/" .. name)  -- used by the scripts, not by the library itself
+    end
   end
 end
 
@@ -41,8 +47,14 @@ local function globals(...)
   return out
 end
 
-files["lowkiq/store/scripts/*.lua"] = { read_globals = globals(redis_globals, arguments, prelude, lib) }
+files["lowkiq/store/scripts/*.lua"] = {
+  read_globals = globals(redis_globals, arguments, prelude, defined._lib, defined._depends),
+}
 files["lowkiq/store/scripts/_lib.lua"] = {
   read_globals = globals(redis_globals, arguments, prelude),
-  ignore = lib_unused,
+  ignore = unused._lib,
+}
+files["lowkiq/store/scripts/_depends.lua"] = {
+  read_globals = globals(redis_globals, arguments, prelude, defined._lib),
+  ignore = unused._depends,
 }

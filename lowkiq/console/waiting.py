@@ -3,15 +3,33 @@ and where each dependency's id is now, so that an operator sees one held by a de
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import UnknownWorker
 from ..jobs import UndecodablePayload
 from ..store import codec, dependencies
+from ..store.keys import QueueKeys
+from ..transport import Transport
 
-if TYPE_CHECKING:
-    from . import Console, WorkerView
+
+# What these reads use of the console and of its view of a worker. The Console class imports this module for
+# its methods, so naming it here would close an import cycle.
+class WorkerView(Protocol):
+    @property
+    def keys(self) -> QueueKeys: ...
+
+
+class Console(Protocol):
+    @property
+    def client(self) -> Transport: ...
+
+    def worker(self, name: str) -> Any: ...
+
+    def workers(self) -> Sequence[Any]: ...
+
+    def load_payload(self, raw: bytes) -> Any: ...
 
 
 @dataclass(frozen=True)

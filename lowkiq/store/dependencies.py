@@ -24,7 +24,7 @@ from . import codec, lua
 from .keys import WAKE_CHANNEL, ShardKeys
 
 if TYPE_CHECKING:
-    from ..worker import Worker
+    from ..spec import WorkerSpec as Worker
 
 # Releases read from one shard's stream per delivery round: a round's work stays bounded.
 DELIVER_CHUNK = 100
