@@ -80,8 +80,11 @@ class Worker:
             value = getattr(cls, name)
             if value is None and name == "max_payloads_per_id":
                 continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                allowed = "a positive int or None" if name == "max_payloads_per_id" else "a positive int"
+            # max_retry_count 0: the first failure sends the job to the morgue
+            least = 0 if name == "max_retry_count" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                allowed = ("a positive int or None" if name == "max_payloads_per_id"
+                           else "an int >= 0" if least == 0 else "a positive int")
                 raise ValueError(f"{cls.__name__}.{name} must be {allowed}, got {value!r}")
         if cls.payload_overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "

@@ -69,7 +69,8 @@ def test_two_workers_on_one_queue_are_refused():
 @pytest.mark.parametrize("attrs, message", [
     ({"shards_count": 0}, "shards_count must be a positive int"),
     ({"batch_size": 0}, "batch_size must be a positive int"),
-    ({"max_retry_count": True}, "max_retry_count must be a positive int"),
+    ({"max_retry_count": True}, "max_retry_count must be an int >= 0"),
+    ({"max_retry_count": -1}, "max_retry_count must be an int >= 0"),
     ({"queue_name": "a{b}"}, "must not contain"),
 ])
 def test_bad_worker_classes_fail_at_definition(attrs, message):

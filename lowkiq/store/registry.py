@@ -84,12 +84,19 @@ def check_positive(value: Any, what: str) -> int:
     return int(value)
 
 
+def check_count(value: Any, what: str) -> int:
+    """``value`` if it is an int >= 0 (``max_retry_count`` 0: the first failure goes to the morgue)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
 def checked(info: WorkerInfo) -> WorkerInfo:
     """``info`` if every field is valid, else ValueError naming the first bad one."""
     validate_queue_name(info.name, "worker name")
     validate_queue_name(info.queue_name)
     check_shards_count(info.shards_count)
-    check_positive(info.max_retry_count, "max_retry_count")
+    check_count(info.max_retry_count, "max_retry_count")
     check_positive(info.batch_size, "batch_size")
     limit = info.time_limit
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
