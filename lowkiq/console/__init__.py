@@ -24,6 +24,7 @@ from .. import app_file, connection
 from ..config import redis_url_from
 
 # Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import BadInput
 from ..errors import UnknownWorker as UnknownWorker
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
@@ -35,9 +36,10 @@ from ..store.confirmations import Confirmations, Pending
 from ..store.keys import QueueKeys
 from ..store.membership import Member
 from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES, Queries
+from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import Bounds, Content, Continuation, Search
+from ..store.tags import Tags, TaggedPage
 from ..transport import Transport
 from .operations import MATCHING
 
@@ -295,6 +297,23 @@ class Console:
                 if job is not None:
                     found.append(Found(view, where, job))
         return found
+
+    # ---- tags (docs/tags.md) ----------------------------------------------
+
+    def tagged(self, view: WorkerView, tag: str, *, limit: int, after: str | None = None) -> TaggedPage:
+        """A page of the ids of ``view`` tagged ``tag`` (each once across the pages; ``after`` is a previous
+        page's ``next``), read from the shards' tag indexes: it costs the tag's ids, not the queue's size.
+        Raises BadInput for a tag no job may carry, a bad cursor or a limit outside 1..MAX_LIMIT."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadInput(f"limit must be in 1..{MAX_LIMIT}, got {limit}")
+        try:
+            return Tags(self.client, view.keys).page(tag, limit=limit, after=after)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+
+    def tags_of(self, view: WorkerView, job_id: str) -> tuple[str, ...]:
+        """The tags of an id of ``view``: the union of its versions' while any copy of it is left."""
+        return Tags(self.client, view.keys).of(job_id)
 
     # ---- numbers --------------------------------------------------------
 

@@ -176,6 +176,19 @@ class ShardKeys:
         kind and ``d`` its msgpack detail (lowkiq.store.id_history), the newest ``history_length`` kept."""
         return f"{self.tag}:events"
 
+    # -- tags (docs/tags.md): only shards that hold tagged ids have these keys --
+
+    @property
+    def tags_of_hash(self) -> str:
+        """id -> msgpack array of its tags, for tagged ids queued, in processing or in the morgue."""
+        return f"{self.tag}:tags_of"
+
+    @property
+    def tagged_ids_lex_zset(self) -> str:
+        """``tag NUL id`` for each tag of each id of ``tags_of``, all scored 0: one tag's ids by id in one
+        ZRANGEBYLEX (a tag is printable, so it holds no NUL)."""
+        return f"{self.tag}:tagged_ids_lex"
+
     @property
     def wake_message(self) -> str:
         return f"{self.queue_name}:{self.shard}"
@@ -212,6 +225,8 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_SPILL", "spilled_payloads_zset"),
     ("K_SPILL_SCORES", "spilled_scores_hash"),
     ("K_EVENTS", "events_stream"),
+    ("K_TAGS_OF", "tags_of_hash"),
+    ("K_TAGGED", "tagged_ids_lex_zset"),
 )
 
 

@@ -70,6 +70,7 @@ NAMES = (
     "schedule_pause",
     "history_trim",
     "stop_request",
+    "tagged",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

@@ -338,6 +338,47 @@ local function group_forget(id, queued, processing, morgue)
   redis.call('HDEL', K_GROUP_OF, id)
 end
 
+-- Tags (docs/tags.md). K_TAGS_OF: id -> msgpack array of its tags; K_TAGGED: "tag NUL id", all scored 0,
+-- so one tag's ids are one ZRANGEBYLEX. Like its group, an id keeps its tags (the union of every version's)
+-- while any copy of it is queued, in processing or in the morgue; they leave with its last copy. Shards
+-- without a tagged id pay one EXISTS where ids leave.
+local function tags_add(id, tags)
+  local stored = redis.call('HGET', K_TAGS_OF, id)
+  local list, have, index = {}, {}, {}
+  if stored then
+    list = cmsgpack.unpack(stored)
+    for _, tag in ipairs(list) do have[tag] = true end
+  end
+  for _, tag in ipairs(tags) do
+    if not have[tag] then
+      have[tag] = true
+      list[#list + 1] = tag
+      index[#index + 1] = 0
+      index[#index + 1] = tag .. '\0' .. id
+    end
+  end
+  if #index > 0 then
+    redis.call('HSET', K_TAGS_OF, id, cmsgpack.pack(list))
+    call_chunked('ZADD', K_TAGGED, index, 2)
+  end
+end
+
+-- ``ids`` just left the places not flagged: those with no copy left in the flagged ones lose their tags.
+local function tags_forget(ids, queued, processing, morgue)
+  if #ids == 0 or redis.call('EXISTS', K_TAGS_OF) == 0 then return end
+  for _, id in ipairs(ids) do
+    local stored = redis.call('HGET', K_TAGS_OF, id)
+    if stored and not (queued and redis.call('HEXISTS', K_PAYLOADS, id) == 1)
+        and not (processing and redis.call('HEXISTS', K_PROCESSING, id) == 1)
+        and not (morgue and redis.call('HEXISTS', K_M_PAYLOADS, id) == 1) then
+      local members = {}
+      for _, tag in ipairs(cmsgpack.unpack(stored)) do members[#members + 1] = tag .. '\0' .. id end
+      call_chunked('ZREM', K_TAGGED, members, 1)
+      redis.call('HDEL', K_TAGS_OF, id)
+    end
+  end
+end
+
 local function remove_from_queue(ids)
   if #ids == 0 then return end
   if redis.call('EXISTS', K_GROUP_OF) == 1 then
@@ -362,6 +403,7 @@ local function remove_from_queue(ids)
   call_chunked('HDEL', K_PAYLOADS, ids, 1)
   call_chunked('HDEL', K_ERRORS, ids, 1)
   call_chunked('HDEL', K_CRASHES, ids, 1)
+  tags_forget(ids, false, true, true)
 end
 
 -- Queued ids are indexed by id twice over: those that never failed in K_LEX, those that
@@ -429,6 +471,7 @@ local function remove_from_morgue(ids)
   call_chunked('ZREM', K_M_UPDATED, ids, 1)
   call_chunked('HDEL', K_M_PAYLOADS, ids, 1)
   call_chunked('HDEL', K_M_ERRORS, ids, 1)
+  tags_forget(ids, true, true, false)
 end
 
 -- A stored error (lowkiq.stored_error): where its error text starts and its size, then where its
@@ -658,5 +701,6 @@ local function acknowledge(first, crashes, grouped)
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
   local ids = {}
   for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
+  tags_forget(ids, true, false, true)
   return ids
 end
