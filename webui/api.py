@@ -15,7 +15,7 @@ from ..store import history
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
 from ..store.history import Minute
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
-from ..store.queries import ROW_BYTES, ROW_ERROR_BYTES
+from ..store.queries import MAX_LIMIT, ROW_BYTES, ROW_ERROR_BYTES
 from . import actor
 from .blueprint import bp
 from .dashboard import dashboard_data
@@ -209,8 +209,20 @@ def api_job(worker: str, job_id: str) -> Response:
             "queued": job_json(queued, traceback=True) if queued else None,
             "busy": job_json(busy, traceback=True) if busy else None,
             "morgue": morgue_job_json(dead, traceback=True) if dead else None,
+            "tags": list(c.tags_of(view, job_id)),
         }
     )
+
+
+@bp.get("/api/v1/workers/<worker>/tagged/<path:tag>")
+def api_tagged(worker: str, tag: str) -> Response:
+    """The ids tagged ``tag`` (docs/tags.md), each once across the pages: ``limit`` (1..1000, default 100) per
+    page, ``after=<next>`` for the following one; ``next`` null after the last. A page reads the tag's index,
+    not the queue, and may hold fewer than ``limit`` ids while more follow."""
+    c = console()
+    page = c.tagged(c.worker(worker), tag, limit=int_arg("limit", API_PAGE_SIZE, 1, MAX_LIMIT),
+                    after=request.args.get("after") or None)
+    return reply({"tag": tag, "jobs": [job.as_json() for job in page.jobs], "next": page.next})
 
 
 # Where Console.find says a job is, by the key jobs/<id> gives that place.

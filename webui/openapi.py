@@ -20,6 +20,7 @@ from ..console import AREA_ORDERS, MATCHING_VERBS
 from ..console.finding import SEARCH_HISTORY_ENTRIES, SEARCH_WORKERS
 from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
+from ..jobs import MAX_TAG_LENGTH
 from ..options import FALSE_WORDS, TRUE_WORDS
 from ..store import id_history
 from ..store.actions import Actions
@@ -150,6 +151,7 @@ CONTENT_FILTER: Json = {
 SECONDS = {"type": "number", "minimum": 0}
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
+TAGS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH}}
 
 SCHEMAS: Json = {
     "Error": _object({"error": {"type": "string", "description": "The problem, naming the parameter or field to fix."},
@@ -255,8 +257,30 @@ SCHEMAS: Json = {
             "queued": {**_nullable(_schema("Job")), "description": "The job in the queue, if it is there."},
             "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
             "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+            "tags": {**TAGS, "description": "The id's tags: the union of its versions' (docs/tags.md)."},
         },
         "Where an id is. One id can be queued, in processing and dead at once; at least one is not null.",
+    ),
+    "TaggedJob": _object(
+        {
+            "id": TEXT,
+            "tags": {**TAGS, "description": "All the id's tags: the union of its versions'."},
+            "queued": {"type": "boolean", "description": "Whether the id is in the queue."},
+            "busy": {"type": "boolean", "description": "Whether the id is in processing."},
+            "dead": {"type": "boolean", "description": "Whether the id is in the morgue."},
+        },
+        "An id that carries the tag, and where its copies are (one id can be queued and dead at once).",
+    ),
+    "TaggedPage": _object(
+        {
+            "tag": TEXT,
+            "jobs": {"type": "array", "items": _schema("TaggedJob"),
+                     "description": "Shard by shard, by id in each shard; each id once across the pages."},
+            "next": {**_nullable(TEXT), "description": "Pass as `after` for the next page; null after the last. A "
+                                                      "page may hold fewer jobs than `limit` while more follow."},
+        },
+        "A page of the ids that carry a tag, read from each shard's tag index (its cost is the tag's ids, not "
+        "the queue's size).",
     ),
     "WorkerLookup": _object(
         {
@@ -320,6 +344,8 @@ SCHEMAS: Json = {
                       "description": "The other ids of the same step (the first 20)."},
             "batch_size": {"type": "integer", "minimum": 1, "description": "How many ids the step had."},
             "reason": {**_nullable(TEXT), "description": "Why, when it says (a takeover, a PartialFailure)."},
+            "tags": {**TAGS, "description": "An enqueue's (enqueued, merged, joined_dead): the tags its versions "
+                                            "brought; empty otherwise."},
         },
         "One thing that happened to the id.",
     ),
@@ -684,6 +710,28 @@ PARAMETERS: Json = {
         "schema": {"type": "integer", "enum": list(HISTORY_WINDOWS), "default": HISTORY_WINDOWS[0]},
         "description": "How many hours back, ending now.",
     },
+    "tag": {
+        "name": "tag",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH},
+        "description": "The tag, as jobs carry it: printable text of at most 64 characters (400 otherwise); it may "
+                       "contain `/`.",
+    },
+    "taggedLimit": {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": API_PAGE_SIZE},
+        "description": f"How many ids at most: digits only, 1 to {MAX_LIMIT}.",
+    },
+    "taggedAfter": {
+        "name": "after",
+        "in": "query",
+        "required": False,
+        "schema": TEXT,
+        "description": "A previous page's `next`: where this page goes on (400 for anything else).",
+    },
     "historyLimit": {
         "name": "limit",
         "in": "query",
@@ -1010,6 +1058,14 @@ def paths() -> Json:
         f"{worker}/jobs/{{job_id}}": _get("api_job", "Where a job is: queued, in processing, dead", "JobLookup",
                                           "Where the job is.", 404,
                                           parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),
+        f"{worker}/tagged/{{tag}}": _get("api_tagged", "The ids that carry a tag, a page at a time", "TaggedPage",
+                                         "The page.", 400, 404,
+                                         parameters=[ref("parameters", "worker"), ref("parameters", "tag"),
+                                                     ref("parameters", "taggedLimit"),
+                                                     ref("parameters", "taggedAfter")],
+                                         description="Read from each shard's tag index (docs/tags.md): a page costs "
+                                                     "the ids it reads, whatever the queue holds. Queued, busy "
+                                                     "and dead ids alike; an id leaves with its last copy."),
         f"{API}/search": _get("api_search", "Where an id is in every worker: queued, in processing, dead",
                               "SearchResult", "The workers that hold the id; an empty list when none does.", 400,
                               parameters=[ref("parameters", "searchedId"), ref("parameters", "searchFrom")],
