@@ -152,6 +152,11 @@ def _api_listing(worker: str, area: str) -> Response:
     args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE,
                          blank_is_absent=False)
     encode = morgue_job_json if area == "morgue" else job_json
+    if args.tag:
+        shown = listing.tagged(functools.partial(c.tagged_rows, view, area), args)
+        return reply({"jobs": [encode(job) for job in shown.rows], "next": None, "previous": None,
+                      # pass "continue" back as ?tag_after= (with the same tag) until it is null
+                      "tagged": {"tag": args.tag, "continue": shown.next.tag_after if shown.next else None}})
     if args.content:
         return _listing_reply(listing.search(functools.partial(c.search, view, area), args), encode)
     q = c.queries(view)
@@ -385,7 +390,7 @@ def api_busy_stop(worker: str) -> Response:
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
 # that counted another action conflicts with the request (its "reason" says which).
 REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}
-MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "dry_run", "confirm")
+MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "tag", "dry_run", "confirm")
 
 
 @bp.post("/api/v1/workers/<worker>/enqueued/matching")
@@ -423,8 +428,13 @@ def _api_matching(worker: str, area: str) -> Response:
     orders, default, _ = AREA_ORDERS[area]
     fields: dict[str, Any] = {name: _form_value(name, body.get(name)) for name in ("order_by", "min", "max")}
     fields.update({name: body[name] for name in listing.CONTENT_FIELDS if name in body})
+    if "tag" in body:
+        if not isinstance(body["tag"], str) or not body["tag"]:
+            raise BadInput(f'"tag" must be a non-empty string, got {body["tag"]!r:.100}')
+        fields["tag"] = body["tag"]
     args = listing.parse(fields, orders, default_order=default, default_limit=1, blank_is_absent=False)
-    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
+    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content,
+                              "tag": args.tag}
     if token is None:
         pending = c.count_matching(view, area, verb, args.order_by, **bounds)
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,

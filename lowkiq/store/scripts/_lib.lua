@@ -557,7 +557,7 @@ end
 --   'match_content', index, lo, hi, area, cls, err, payload, id, ...  the same, and their content too;
 --   'all', limit                   the first ``limit`` ids of ``all_zset``: one chunk of an action on a
 --                                  whole area, so that no script's run time grows with the queue.
-local function target_ids(first, all_zset)
+local function listed_ids(first, all_zset)
   local mode = ARGV[first]
   if mode == 'all' then
     return redis.call('ZRANGE', all_zset, 0, tonumber(ARGV[first + 1]) - 1)
@@ -577,6 +577,17 @@ local function target_ids(first, all_zset)
     for i = first + 1, #ARGV do ids[#ids + 1] = ARGV[i] end
   end
   return ids
+end
+
+-- The ids a script acts on (see listed_ids); 'tagged', tag, then any of those: only the ids that carry the tag
+-- (docs/tags.md), so that an action counted on a tag filter touches no id that no longer carries it.
+local function target_ids(first, all_zset)
+  if ARGV[first] ~= 'tagged' then return listed_ids(first, all_zset) end
+  local tag, kept = ARGV[first + 1], {}
+  for _, id in ipairs(listed_ids(first + 2, all_zset)) do
+    if redis.call('ZSCORE', K_TAGGED, tag .. '\0' .. id) then kept[#kept + 1] = id end
+  end
+  return kept
 end
 
 -- The Redis server's clock from one TIME: in ms, and in seconds to the microsecond (a job's default
