@@ -105,15 +105,20 @@ def test_the_job_page_and_its_history_show_the_tags_escaped(client, runtime):
 
 
 def test_the_api_lists_and_acts_on_a_tag(client, runtime):
+    from test_webui_openapi import Spec
+
+    spec = Spec(client.get("/lowkiq/api/v1/openapi.json").get_json())
     OrdersWorker.perform_async([{"id": f"v{i}", "tags": ["vip"]} for i in range(3)] + [{"id": "plain"}])
-    listed = client.get(API + "/enqueued", query_string={"tag": "vip", "limit": "2"}).get_json()
+    listing = "/api/v1/workers/{worker}/enqueued"
+    listed = spec.check(client.get(API + "/enqueued", query_string={"tag": "vip", "limit": "2"}), listing)
     seen = [job["id"] for job in listed["jobs"]]
     while listed["tagged"]["continue"]:
-        listed = client.get(API + "/enqueued", query_string={"tag": "vip", "limit": "2",
-                                                             "tag_after": listed["tagged"]["continue"]}).get_json()
+        listed = spec.check(client.get(API + "/enqueued", query_string={
+            "tag": "vip", "limit": "2", "tag_after": listed["tagged"]["continue"]}), listing)
         seen += [job["id"] for job in listed["jobs"]]
     assert sorted(seen) == ["v0", "v1", "v2"]
     path = API + "/enqueued/matching"
+    spec.check_body({"action": "delete", "tag": "vip", "dry_run": True}, "/api/v1/workers/{worker}/enqueued/matching")
     dry = client.post(path, data=json.dumps({"action": "delete", "tag": "vip", "dry_run": True}),
                       content_type="application/json").get_json()
     assert dry["count"] == 3

@@ -151,6 +151,9 @@ CONTENT_FILTER: Json = {
 SECONDS = {"type": "number", "minimum": 0}
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
+TAG_FILTER = {"tag": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH,
+                      "description": "Only the jobs whose id carries this tag (docs/tags.md), counted from the tag "
+                                     "index; alone (no min, max or content filter), else 400."}}
 TAGS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH}}
 
 SCHEMAS: Json = {
@@ -223,8 +226,9 @@ SCHEMAS: Json = {
             "previous": {**_nullable(_schema("Cursor")),
                          "description": "Pass as `before` for the previous page; null on the first."},
             "scan": _schema("ScanProgress"),
+            "tagged": _schema("TagProgress"),
         },
-        "A page of queued jobs.", optional=("scan",),
+        "A page of queued jobs.", optional=("scan", "tagged"),
     ),
     "DeadJobPage": _object(
         {
@@ -233,8 +237,19 @@ SCHEMAS: Json = {
             "previous": {**_nullable(_schema("Cursor")),
                          "description": "Pass as `before` for the previous page; null on the first."},
             "scan": _schema("ScanProgress"),
+            "tagged": _schema("TagProgress"),
         },
-        "A page of dead jobs.", optional=("scan",),
+        "A page of dead jobs.", optional=("scan", "tagged"),
+    ),
+    "TagProgress": _object(
+        {
+            "tag": TEXT,
+            "continue": {**_nullable(TEXT), "description": "Pass as `tag_after` (with the same tag) for the next "
+                                                           "page; null after the last. A page may hold fewer jobs "
+                                                           "than `limit` while more follow."},
+        },
+        "A listing filtered by a tag (docs/tags.md): the area's ids that carry it, from the tag index, shard by "
+        "shard and by id in each; `next` and `previous` are null.",
     ),
     "ScanProgress": _object(
         {
@@ -606,14 +621,16 @@ SCHEMAS: Json = {
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
-        _object({**MATCHING_FILTER, **CONTENT_FILTER,
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **TAG_FILTER,
                  "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
-                "Count the jobs the filter matches now.", optional=("order_by", "min", "max", *CONTENT_FILTER)),
-        _object({**MATCHING_FILTER, **CONTENT_FILTER, "confirm": {
+                "Count the jobs the filter matches now.",
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *TAG_FILTER)),
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **TAG_FILTER, "confirm": {
                     **TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
                     "description": "The token a dry run of the same action and filter answered: act on the jobs it "
                                    "counted."}},
-                "Act on the jobs a dry run counted.", optional=("order_by", "min", "max", *CONTENT_FILTER)),
+                "Act on the jobs a dry run counted.",
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *TAG_FILTER)),
     ]},
     "MatchingAnswer": {"oneOf": [
         _object({
@@ -869,6 +886,14 @@ def listing_parameters(area: str) -> list[Json]:
         {"name": "scan", "in": "query", "required": False, "schema": TEXT,
          "description": "Where a content search goes on: the `scan.continue` of its previous page. Only with "
                         "error_class, error or payload."},
+        {"name": "tag", "in": "query", "required": False,
+         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH},
+         "description": "Only the jobs whose id carries this tag (docs/tags.md), read from the tag index, shard by "
+                        "shard and by id in each (order_by and desc do not apply), paged with `tag_after`; the "
+                        "reply's `tagged` says where it goes on. It stands alone: with min, max, after, before or "
+                        "a content filter it is refused (400)."},
+        {"name": "tag_after", "in": "query", "required": False, "schema": TEXT,
+         "description": "Where a tag listing goes on: the `tagged.continue` of its previous page. Only with tag."},
     ]
 
 
@@ -1134,7 +1159,8 @@ def _matching_action(area: str) -> Json:
             "summary": f"Act on the {jobs} jobs a filter matches: count first, then confirm",
             "description": f"With dry_run: count the {jobs} jobs within min..max of order_by (all of them without "
                            "bounds) whose content matches error_class, error and payload when given (a search of "
-                           "every shard in short steps) and answer a token. With confirm: act on exactly the "
+                           "every shard in short steps), or whose id carries `tag` (from the tag index), and answer "
+                           "a token. With confirm: act on exactly the "
                            "jobs that count named, of them on those that still match (jobs that came to match "
                            "later are never touched). A token is used once and expires after 10 minutes; a "
                            "reused, expired or mismatched (409) or unknown (404) token touches nothing. "
