@@ -7,8 +7,7 @@ import pytest
 from queue_support import OrdersWorker, actions, held_lease, queue, take
 
 import lowkiq
-from lowkiq.console import BadInput, Console
-from lowkiq.console import histories
+from lowkiq.console import BadInput, Console, histories
 
 
 @pytest.fixture
@@ -80,7 +79,7 @@ def test_a_lookup_among_100_000_untagged_ids_costs_the_tags_ids(runtime, console
         assert sorted(every_tagged(console, tag)) == sorted(f"{tag}-{n}" for n in range(count[tag]))
         stats = r.info("commandstats")
         # the count's own commands left out; a new connection's HELLO and PING kept
-        return sum(v["calls"] for name, v in stats.items() 
+        return sum(v["calls"] for name, v in stats.items()
                    if not name.removeprefix("cmdstat_").startswith(("config", "info")))
 
     count = {"few": 10, "more": 40}

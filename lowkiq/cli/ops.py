@@ -378,7 +378,7 @@ def tagged_jobs(c: Console, tag: str, worker: str, limit: int, after: str) -> Sh
     if after and not worker:
         raise OpsError("--after goes on in one worker's pages: give it with --worker")
     views = [c.worker(worker)] if worker else c.workers()
-    found = []
+    found: list[dict[str, Any]] = []
     for view in views:
         page = c.tagged(view, tag, limit=limit, after=after or None)
         if page.jobs or worker:

@@ -39,7 +39,7 @@ from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, Qu
 from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import Bounds, Content, Continuation, Search
-from ..store.tags import Tags, TaggedPage
+from ..store.tags import TaggedPage, Tags
 from ..transport import Transport
 from .operations import MATCHING
 
