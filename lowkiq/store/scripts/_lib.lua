@@ -364,8 +364,9 @@ local function tags_add(id, tags)
 end
 
 -- ``ids`` just left the places not flagged: those with no copy left in the flagged ones lose their tags.
-local function tags_forget(ids, queued, processing, morgue)
-  if #ids == 0 or redis.call('EXISTS', K_TAGS_OF) == 0 then return end
+-- ``tagged`` false: the caller knows the shard holds no tags (nil: look).
+local function tags_forget(ids, queued, processing, morgue, tagged)
+  if #ids == 0 or tagged == false or redis.call('EXISTS', K_TAGS_OF) == 0 then return end
   for _, id in ipairs(ids) do
     local stored = redis.call('HGET', K_TAGS_OF, id)
     if stored and not (queued and redis.call('HEXISTS', K_PAYLOADS, id) == 1)
@@ -694,9 +695,9 @@ local function restore_processing()
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
--- they carried is over, and so is their group unless the id is queued again. ``crashes``,
--- ``grouped``: whether the shard holds crash counts, groups (nil: look).
-local function acknowledge(first, crashes, grouped)
+-- they carried is over, and so are their group and tags unless a copy of the id is left. ``crashes``,
+-- ``grouped``: whether the shard holds crash counts, groups (nil: look); ``tagged`` false: it holds no tags.
+local function acknowledge(first, crashes, grouped, tagged)
   if #ARGV < first then return {} end
   local n = 0
   if crashes == nil then crashes = redis.call('EXISTS', K_CRASHES) == 1 end
@@ -712,6 +713,6 @@ local function acknowledge(first, crashes, grouped)
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
   local ids = {}
   for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
-  tags_forget(ids, true, false, true)
+  tags_forget(ids, true, false, true, tagged)
   return ids
 end
