@@ -247,8 +247,10 @@ def api_search() -> Response:
     done = finding.search(c, job_id, start=finding.start_of(request.args.get("from", "")),
                           history_limit=SEARCH_HISTORY_EVENTS)
     for found in done.found:
-        entry = by_worker.setdefault(found.view.name, {"worker": found.view.name, "queued": None, "busy": None,
-                                                      "morgue": None})
+        entry = by_worker.get(found.view.name)
+        if entry is None:
+            entry = by_worker[found.view.name] = {"worker": found.view.name, "queued": None, "busy": None,
+                                                  "morgue": None, "tags": list(c.tags_of(found.view, job_id))}
         encode = morgue_job_json if found.where == "dead" else job_json
         entry[FOUND_KEYS[found.where]] = encode(found.job, traceback=True)
     # Each worker whose history holds the id, with its newest events: an id performed earlier is found too.

@@ -303,6 +303,7 @@ SCHEMAS: Json = {
             "queued": {**_nullable(_schema("Job")), "description": "The job in the worker's queue, if it is there."},
             "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
             "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+            "tags": {**TAGS, "description": "The id's tags in the worker (docs/tags.md)."},
         },
         "Where an id is in one worker, as `jobs/{job_id}` answers it; at least one of queued, busy and morgue is "
         "not null.",
