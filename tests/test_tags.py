@@ -199,3 +199,34 @@ def test_whole_id_morgue_policy_keeps_the_tags_of_versions_joining_a_dead_job(co
     v = console.worker("Held")
     assert console.tags_of(v, "a") == ("one", "two")
     assert [(j.id, j.queued, j.dead) for j in console.tagged(v, "two", limit=5).jobs] == [("a", False, True)]
+
+
+@pytest.mark.slow
+def test_tags_on_a_redis_cluster_stay_in_each_shards_slot(cluster, clock):
+    from cluster_support import covering_worker
+
+    worker = covering_worker(cluster, "tagged", 6, max_retry_count=0)
+    rt = lowkiq.configure(redis_url=cluster.url, workers=[worker])
+    rt.clock = clock
+    try:
+        assert rt.client.mode == "cluster"
+        worker.perform_async([{"id": f"c{n}", "tags": ["vip"] if n % 2 else ["acct-7", "vip"]} for n in range(30)])
+        c = Console.from_runtime(rt, redis_timeout=30)
+        v = c.worker(worker.__name__)
+        found, after = [], None
+        while True:
+            page = c.tagged(v, "vip", limit=4, after=after)
+            found += [job.id for job in page.jobs]
+            if page.next is None:
+                break
+            after = page.next
+        assert sorted(found) == sorted(f"c{n}" for n in range(30))
+        q = rt.queue(worker)
+        for shard in range(worker.shards_count):  # every shard's ids performed: the index empties everywhere
+            lease = held_lease(q, shard, runtime=rt)
+            taken = q.ack_and_take(None, (lease, 100))
+            q.ack_and_take((lease, [job.id for job in taken.jobs]), None)
+        assert c.tagged(v, "vip", limit=100).jobs == [] and c.tags_of(v, "c0") == ()
+    finally:
+        rt.close()
+        lowkiq.runtime._current = None
