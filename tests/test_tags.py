@@ -230,3 +230,24 @@ def test_tags_on_a_redis_cluster_stay_in_each_shards_slot(cluster, clock):
     finally:
         rt.close()
         lowkiq.runtime._current = None
+
+
+def test_drained_jobs_leave_the_index_and_a_first_failure_keeps_its_tags_in_the_morgue(configure, r):
+    from lowkiq.testing import drain
+
+    class Tagged(lowkiq.Worker):
+        shards_count = 2
+        max_retry_count = 0
+
+        def perform(self, payloads_by_id):
+            if "bad" in payloads_by_id:
+                raise RuntimeError("boom")
+
+    rt = configure(workers=[Tagged])
+    c = Console.from_runtime(rt, redis_timeout=30)
+    v = c.worker("Tagged")
+    Tagged.perform_async([{"id": "ok", "tags": ["vip"]}, {"id": "bad", "tags": ["vip"]}])
+    drain(Tagged, raise_errors=False)
+    page = c.tagged(v, "vip", limit=10)
+    assert [(job.id, job.queued, job.busy, job.dead) for job in page.jobs] == [("bad", False, False, True)]
+    assert c.tags_of(v, "ok") == ()
