@@ -7,15 +7,20 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, finding, histories, listing
+from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, finding, histories, listing, minute_totals
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
+from ..console.terms import (
+    CONSOLE_SHARD_BUDGET,
+    MAX_LIMIT,
+    ROW_BYTES,
+    ROW_ERROR_BYTES,
+    TTL_SECONDS,
+    ConfirmationRefused,
+    Minute,
+    QueueMetrics,
+)
 from ..jobs import Job, MorgueJob
-from ..store import history
-from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
-from ..store.history import Minute
-from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
-from ..store.queries import MAX_LIMIT, ROW_BYTES, ROW_ERROR_BYTES
 from . import actor
 from .blueprint import bp
 from .dashboard import dashboard_data
@@ -287,7 +292,7 @@ def api_history() -> Response:
     hours = history_chart.window()
     views = c.workers()
     now = c.clock()
-    per_queue = history_chart.read(c.client, [v.info.queue_name for v in views], hours, now)
+    per_queue = history_chart.read(c, [v.info.queue_name for v in views], hours, now)
     start = now - hours * 3600
 
     def rows(minutes: list[Minute]) -> list[dict[str, float]]:
@@ -295,7 +300,7 @@ def api_history() -> Response:
                 for m in minutes if m.minute >= start]
 
     by_worker = {v.name: rows(per_queue[v.info.queue_name]) for v in views}
-    total = rows(history.combine(per_queue.values()))
+    total = rows(minute_totals.combine(per_queue.values()))
     return reply({"hours": hours, "total": total, "by_worker": by_worker})
 
 

@@ -20,13 +20,18 @@ from ..console import AREA_ORDERS, MATCHING_VERBS
 from ..console.finding import SEARCH_HISTORY_ENTRIES, SEARCH_WORKERS
 from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
+from ..console.terms import (
+    ENQUEUED_ORDERS,
+    HISTORY_KINDS,
+    IDS_KEPT,
+    MAX_LIMIT,
+    MAX_NEEDLE,
+    MORGUE_ORDERS,
+    PAGE_EXAMINED,
+    Actions,
+)
 from ..jobs import MAX_TAG_LENGTH
 from ..options import FALSE_WORDS, TRUE_WORDS
-from ..store import id_history
-from ..store.actions import Actions
-from ..store.audit import IDS_KEPT
-from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
-from ..store.search import MAX_NEEDLE, PAGE_EXAMINED
 from .history_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 
@@ -336,7 +341,7 @@ SCHEMAS: Json = {
     "IdHistoryEvent": _object(
         {
             "at": UNIX_TIME,
-            "kind": {"type": "string", "enum": list(id_history.KINDS),
+            "kind": {"type": "string", "enum": list(HISTORY_KINDS),
                      "description": "What happened (docs/history.md)."},
             "summary": {**TEXT, "description": "The event in one line for people."},
             "server": {**_nullable(TEXT), "description": "The member id of the server that held the id's shard."},

@@ -9,12 +9,11 @@ from urllib.parse import urlsplit
 from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from ..console import AREA_ORDERS, Console, WorkerView, finding, histories, listing
+from ..console import AREA_ORDERS, Console, WorkerView, finding, histories, listing, minute_totals
 from ..console.busy import THREAD_PERFORMS, stoppable
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
-from ..store import history
-from ..store.confirmations import ConfirmationRefused
+from ..console.terms import ConfirmationRefused
 from . import actor, formatting, history_chart
 from .blueprint import bp
 from .dashboard import dashboard_data
@@ -45,8 +44,8 @@ def dashboard_history() -> str:
     c = console()
     hours = history_chart.window()
     now = c.clock()
-    per_queue = history_chart.read(c.client, [view.info.queue_name for view in c.workers()], hours, now)
-    past = history_chart.build(history.combine(per_queue.values()), hours, now)
+    per_queue = history_chart.read(c, [view.info.queue_name for view in c.workers()], hours, now)
+    past = history_chart.build(minute_totals.combine(per_queue.values()), hours, now)
     return render_template("lowkiq/_history_panel.html", history=past, windows=history_chart.WINDOWS, hours=hours)
 
 
@@ -213,7 +212,7 @@ def worker_counts(worker: str) -> str:
     [(_, metrics)] = c.metrics([view], groups=True)  # a second round trip only when a shard holds groups
     now = c.clock()
     hours = history_chart.WINDOWS[0]
-    minutes = history_chart.read(c.client, [view.info.queue_name], hours, now)[view.info.queue_name]
+    minutes = history_chart.read(c, [view.info.queue_name], hours, now)[view.info.queue_name]
     return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""),
                            now=now, next_url=_current_page(view), history=history_chart.build(minutes, hours, now))
 

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import redis
 
-from ..store import audit
-from ..store.confirmations import ConfirmationRefused
-from ..store.queries import MORGUE_ORDERS
+from ..console.audit_log import read as read_audit_log
+from ..console.audit_log import record as record_action
+from ..console.terms import MORGUE_ORDERS, ConfirmationRefused
 from ..transport import TopologyError
-from . import COMMANDS, human
+from . import human
 from . import id_history as id_history_text
+from .commands import COMMANDS
 from .human import Style
 
 if TYPE_CHECKING:
@@ -299,11 +300,10 @@ def _paused(paused: dict[str, Any] | None, style: Style) -> str:
 
 
 def servers(c: Console) -> Shown:
-    from ..console.servers import server_json, worker_names
-    from ..store import membership
+    from ..console.servers import live, server_json, worker_names
 
     names = worker_names(c)
-    data = {"servers": [server_json(m, names) for m in membership.live(c.client)]}
+    data = {"servers": [server_json(m, names) for m in live(c)]}
 
     def text(style: Style) -> str:
         if not data["servers"]:
@@ -470,7 +470,7 @@ def _order_text(shown: Any) -> str:
 def _searched(c: Console, view: Any, kind: str, shown: Any, content: Any, scan: str, limit: int) -> Shown:
     """A page of a content search: it examines a bounded number of jobs, so it may show fewer than --limit
     while more follow; it says how far it got and the --scan that goes on."""
-    from ..store.search import Continuation
+    from ..console.terms import Continuation
 
     try:
         after = Continuation.decode(scan) if scan else None
@@ -571,11 +571,9 @@ def stop_perform(c: Console, args: argparse.Namespace) -> Shown:
 
 
 def pause_or_resume(c: Console, verb: str, worker: str) -> Shown:
-    from ..store import pausing
+    from ..console.worker_pause import set_paused
 
-    view = c.worker(worker)
-    change = pausing.pause if verb == "pause" else pausing.resume
-    changed = change(c.client, view.info.queue_name, worker=view.name, who=_user(), source="cli")
+    view, changed = set_paused(c, worker, verb, who=_user(), source="cli")
     data = {"worker": view.name, "paused": verb == "pause", "changed": changed}
     if verb == "pause":
         said = (f"{view.name} paused: servers stop taking its jobs within a heartbeat; enqueueing goes on"
@@ -625,7 +623,7 @@ def _schedules_text(rows: list[dict[str, Any]], style: Style) -> str:
 
 
 def audit_log(c: Console, limit: int) -> Shown:
-    entries = [entry.as_json() for entry in audit.read(c.client, limit)]
+    entries = [entry.as_json() for entry in read_audit_log(c, limit)]
 
     def text(style: Style) -> str:
         if not entries:
@@ -749,8 +747,7 @@ def _morgue_ids(c: Console, view: Any, verb: str, args: argparse.Namespace) -> S
     actions = c.actions(view, _user())
     started = time.monotonic()
     touched = actions.morgue_requeue(ids) if verb == "requeue" else actions.morgue_delete(ids)
-    audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=touched,
-                 ids=ids)
+    record_action(c, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=touched, ids=ids)
     seconds = round(time.monotonic() - started, 3)
     data = {"worker": view.name, "action": f"morgue/{verb}", "touched": touched, "seconds": seconds}
     return Shown(data, lambda style: f"{_past(verb)} {human.plural(touched, 'dead job')} of {view.name} ({scope}) "

@@ -112,7 +112,7 @@ end
 
 -- The stored list with the new pairs appended, and how many of its oldest payloads were dropped
 -- for the limit; nil when the general merge must decide.
-local function appended(stored, entry, limit, overflow)
+local function appended(stored, entry)
   local count, body, last
   local b = stored:byte(1)
   if b == 0x92 then  -- one payload, as its producer packed it
@@ -129,7 +129,8 @@ local function appended(stored, entry, limit, overflow)
   local parts, seen = { body }, {}
   for k = 2, #entry do
     local encoded, bytes, score = split_pair(entry[k])
-    if not encoded or not (score > last) then return nil end
+    -- not (score > last) rather than score <= last: a NaN score goes the long way too
+    if not encoded or not (score > last) then return nil end  -- luacheck: ignore 581
     -- equal payloads merge (the lower score wins): any occurrence of these bytes goes the long way
     if string.find(stored, bytes, 1, true) then return nil end
     for _, other in ipairs(seen) do
@@ -143,19 +144,19 @@ local function appended(stored, entry, limit, overflow)
   end
   -- past SPILL_AT the id's payloads spill: the general merge moves them
   if count / 2 > SPILL_AT then return nil end
-  local all, dropped = table.concat(parts), 0
+  local all, cut = table.concat(parts), 0
   if limit > 0 and count / 2 > limit then
     if overflow ~= 'drop_oldest' then return nil end
-    dropped = count / 2 - limit
+    cut = count / 2 - limit
     local at = 1
-    for _ = 1, dropped do
+    for _ = 1, cut do
       at = string_at(all, at)
       at = at and number_at(all, at)
       if not at then return nil end
     end
-    all, count = all:sub(at), count - 2 * dropped
+    all, count = all:sub(at), count - 2 * cut
   end
-  return appendable(count, all, last), dropped
+  return appendable(count, all, last), cut
 end
 
 -- The incoming pairs of the n-th id, decoded: {payload, score, ...}.
@@ -198,9 +199,9 @@ if limit > 0 and overflow == 'reject' then
     local existing = redis.call('HMGET', K_PAYLOADS, unpack(ids, c, last))
     for n = c, last do
       local field, incoming = existing[n - c + 1], incoming_of(n)
-      local held = spilled_count(field)
+      local spilled = spilled_count(field)
       local after
-      if held then after = held + spill_new(ids[n], incoming)
+      if spilled then after = spilled + spill_new(ids[n], incoming)
       else after = #merge_payloads(field and decode(field) or {}, incoming) / 2 end
       if after > limit then
         return redis.error_reply('PAYLOAD_LIMIT id ' .. ids[n] .. ' would hold ' .. after ..
@@ -227,7 +228,7 @@ for c = 1, #ids, CHUNK do
     local entry = nil
     if queued or more[n] then entry = { due[n], blob, unpack(more[n] or {}) } end
     local fast, cut
-    if queued then fast, cut = appended(queued, entry, limit, overflow) end
+    if queued then fast, cut = appended(queued, entry) end
     if fast then
       blob = fast
       dropped = dropped + cut
