@@ -58,7 +58,7 @@ class WorkerSpec:
         validate_queue_name(cls.queue_name, f"{name}.queue_name")
         check_shards_count(cls.shards_count, f"{name}.shards_count")
         check_positive(cls.batch_size, f"{name}.batch_size")
-        check_positive(cls.max_retry_count, f"{name}.max_retry_count")
+        check_count(cls.max_retry_count, f"{name}.max_retry_count")
         check_time_limit(cls.time_limit, f"{name}.time_limit")
         check_one_of(cls.isolation, ISOLATIONS, f"{name}.isolation")
         check_one_of(cls.morgue_policy, MORGUE_POLICIES, f"{name}.morgue_policy")
@@ -73,6 +73,13 @@ def check_shards_count(value: Any, what: str = "shards_count") -> int:
 def check_positive(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def check_count(value: Any, what: str) -> int:
+    """``value`` if it is an int >= 0 (``max_retry_count`` 0: the first failure goes to the morgue)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what} must be an int >= 0, got {value!r}")
     return int(value)
 
 

@@ -87,6 +87,8 @@ def morgue(worker: str) -> Response:
 def _shown(c: Console, view: WorkerView, area: str, args: listing.Listing) -> listing.Shown:
     """A page of ``area``: a content search's page (bounded, with its progress), else a page of the index with
     what the bulk buttons would touch counted in the same round trip, before the operator confirms."""
+    if args.tag:
+        return listing.tagged(functools.partial(c.tagged_rows, view, area), args)
     if args.content:
         return listing.search(functools.partial(c.search, view, area), args)
     query = c.queries(view).morgue if area == "morgue" else c.queries(view).enqueued
@@ -122,7 +124,8 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     back = back_to(view)
     orders, default, _ = AREA_ORDERS[area]
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
-    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
+    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content,
+                              "tag": args.tag}
     kind = "dead job" if area == "morgue" else "queued job"
     token = request.form.get("confirm", "")
     if not token:
@@ -269,7 +272,7 @@ def job(worker: str, job_id: str) -> Response:
 
         busy = busy_jobs(c, view, [in_processing])[1][0]
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, shown=shown, tab="", now=c.clock(),
-                status=status, waiting=waiting, dependents=c.dependents(view, job_id),
+                status=status, waiting=waiting, dependents=c.dependents(view, job_id), tags=c.tags_of(view, job_id),
                 lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 

@@ -99,6 +99,13 @@ def parser() -> argparse.ArgumentParser:
     history.add_argument("id")
     history.add_argument("--worker", default="", help="only this worker's history of the id")
     history.add_argument("--limit", type=int, default=50, help="events per worker at most, newest (default 50)")
+    tagged = jobs_sub.add_parser("tagged", parents=[common],
+                                 help="the ids that carry a tag, in every worker: queued, busy, dead")
+    tagged.add_argument("tag")
+    tagged.add_argument("--worker", default="", help="only this worker's ids")
+    tagged.add_argument("--limit", type=int, default=50, help="ids per worker at most (default 50)")
+    tagged.add_argument("--after", metavar="CURSOR", default="",
+                        help="with --worker: go on where a previous page stopped (the cursor it printed)")
     stop = jobs_sub.add_parser("stop", parents=[common],
                                help="stop a busy job's perform (isolation = \"process\"): its child process is "
                                     "killed and the batch fails with PerformStopped (the retry rules apply)")
@@ -234,6 +241,8 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
             return find(c, args.id)
         if args.command == "jobs" and args.jobs_command == "history":
             return id_history(c, args.id, args.worker, _limit(args.limit))
+        if args.command == "jobs" and args.jobs_command == "tagged":
+            return tagged_jobs(c, args.tag, args.worker, _limit(args.limit), args.after)
         if args.command == "jobs" and args.jobs_command == "stop":
             return stop_perform(c, args)
         if args.command == "jobs":
@@ -362,6 +371,38 @@ def id_history(c: Console, job_id: str, worker: str, limit: int) -> Shown:
                      f"no event of id {job_id!r} in {where} (a history reaches back history_length entries per "
                      f"shard)")
     return Shown(data, lambda style: id_history_text.text(found, style))
+
+
+def tagged_jobs(c: Console, tag: str, worker: str, limit: int, after: str) -> Shown:
+    """The ids tagged ``tag`` in every worker (or in ``worker``), a page of each, read from the tag indexes."""
+    if after and not worker:
+        raise OpsError("--after goes on in one worker's pages: give it with --worker")
+    views = [c.worker(worker)] if worker else c.workers()
+    found: list[dict[str, Any]] = []
+    for view in views:
+        page = c.tagged(view, tag, limit=limit, after=after or None)
+        if page.jobs or worker:
+            found.append({"worker": view.name, "jobs": [job.as_json() for job in page.jobs], "next": page.next})
+    data = {"tag": tag, "found": found}
+    if not any(entry["jobs"] for entry in found):
+        where = f"worker {worker}" if worker else "any worker"
+        return Shown(data, lambda style: "", EXIT_NOT_FOUND, f"no id tagged {tag!r} in {where}")
+
+    def text(style: Style) -> str:
+        blocks = []
+        for entry in found:
+            jobs = entry["jobs"]
+            rows = [[job["id"], ", ".join(w for w in ("queued", "busy", "dead") if job[w]), ", ".join(job["tags"])]
+                    for job in jobs]
+            block = (f"{entry['worker']}: {human.plural(len(jobs), 'id')} tagged {human.cell(tag, clip=False)}\n"
+                     + human.table(["id", "where", "tags"], rows))
+            if entry["next"]:
+                block += (f"\nfor more, add: --worker {shlex.quote(entry['worker'])} "
+                          f"--after {shlex.quote(entry['next'])}")
+            blocks.append(block)
+        return "\n\n".join(blocks)
+
+    return Shown(data, text)
 
 
 def _job_text(job: dict[str, Any], style: Style) -> str:

@@ -198,6 +198,19 @@ class ShardKeys:
         """"wait NUL worker NUL id" -> when: releases that came before their version was parked."""
         return f"{self.tag}:depend_early"
 
+    # -- tags (docs/tags.md): only shards that hold tagged ids have these keys --
+
+    @property
+    def tags_of_hash(self) -> str:
+        """id -> msgpack array of its tags, for tagged ids queued, in processing or in the morgue."""
+        return f"{self.tag}:tags_of"
+
+    @property
+    def tagged_ids_lex_zset(self) -> str:
+        """``tag NUL id`` for each tag of each id of ``tags_of``, all scored 0: one tag's ids by id in one
+        ZRANGEBYLEX (a tag is printable, so it holds no NUL)."""
+        return f"{self.tag}:tagged_ids_lex"
+
     @property
     def wake_message(self) -> str:
         return f"{self.queue_name}:{self.shard}"
@@ -238,6 +251,8 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_DEP_OUTBOX", "depend_releases_stream"),
     ("K_DEP_PARKED", "depend_waiting_hash"),
     ("K_DEP_EARLY", "depend_early_zset"),
+    ("K_TAGS_OF", "tags_of_hash"),
+    ("K_TAGGED", "tagged_ids_lex_zset"),
 )
 
 

@@ -73,6 +73,7 @@ NAMES = (
     "depend_watch",
     "depend_park",
     "depend_deliver",
+    "tagged",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

@@ -23,7 +23,7 @@ from ..errors import RegistryFull as RegistryFull
 from ..spec import ISOLATIONS as ISOLATIONS
 from ..spec import MAX_SHARDS_COUNT as MAX_SHARDS_COUNT
 from ..spec import MORGUE_POLICIES as MORGUE_POLICIES
-from ..spec import WorkerSpec, check_one_of, check_time_limit
+from ..spec import WorkerSpec, check_count, check_one_of, check_time_limit
 from ..spec import check_positive as check_positive
 from ..spec import check_shards_count as check_shards_count
 from ..transport import Transport
@@ -75,7 +75,7 @@ def checked(info: WorkerInfo) -> WorkerInfo:
     validate_queue_name(info.name, "worker name")
     validate_queue_name(info.queue_name)
     check_shards_count(info.shards_count)
-    check_positive(info.max_retry_count, "max_retry_count")
+    check_count(info.max_retry_count, "max_retry_count")
     check_positive(info.batch_size, "batch_size")
     check_time_limit(info.time_limit)
     check_one_of(info.isolation, ISOLATIONS, "isolation")

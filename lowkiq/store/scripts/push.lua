@@ -12,6 +12,8 @@
 --           group, or '' (docs/fairness.md: an id's group is the one of the job that created it)
 -- ARGV[9], ARGV[10] = the worker's debounce and debounce_max in seconds, or '' (SPEC, "Debounce")
 -- ARGV[11] = the worker's history_length ('' or none: the one the shard's holder wrote)
+-- ARGV[12] = msgpack flat array {job number in ARGV[1] (from 1), {tag, ...}, ...} of the jobs that carry
+--           tags, or '' / none (docs/tags.md: an id's tags are the union of its versions')
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns {the number of distinct ids written, how many payloads a cap dropped}.
@@ -28,6 +30,21 @@ if ARGV[8] and ARGV[8] ~= '' then
   for i = 1, #flat, 2 do job_groups[flat[i]] = flat[i + 1] end
 end
 local debounce, debounce_max = tonumber(ARGV[9] or ''), tonumber(ARGV[10] or '')
+-- id -> the tags this call brings it (in the order given), and the tagged ids in the order they came
+local id_tags, tagged_ids = {}, {}
+if ARGV[12] and ARGV[12] ~= '' then
+  local flat = cmsgpack.unpack(ARGV[12])
+  for i = 1, #flat, 2 do
+    local id = jobs[4 * flat[i] - 3]
+    local list = id_tags[id]
+    if not list then
+      list = {}
+      id_tags[id] = list
+      tagged_ids[#tagged_ids + 1] = id
+    end
+    for _, tag in ipairs(flat[i + 1]) do list[#list + 1] = tag end
+  end
+end
 -- One slot per distinct id (most calls hold each id once): its due time and first pair, and
 -- further pairs of the same id in `more`.
 local now_text = num(now)
@@ -271,6 +288,10 @@ if grouped_shard or fair_shard then
   for i = 1, #moved, 2 do group_requeued(moved[i], moved[i + 1]) end
 end
 if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
+for _, id in ipairs(tagged_ids) do tags_add(id, id_tags[id]) end
+if #tagged_ids > 0 then
+  for _, entry in ipairs(arrived) do entry[5] = id_tags[entry[1]] end  -- the tags each version brought
+end
 history_add(history_length(ARGV[11]), 'enq', { arrived, dropped })
 if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
