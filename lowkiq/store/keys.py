@@ -154,6 +154,12 @@ class ShardKeys:
         return f"{self.tag}:group_lengths"
 
     @property
+    def paused_groups_hash(self) -> str:
+        """group -> "<ms of Redis time> <JSON: who, source>" while an operator holds it (docs/fairness.md, "Pausing
+        a group"): a paused group stays out of ``groups``, so the take never reaches its ids."""
+        return f"{self.tag}:paused_groups"
+
+    @property
     def first_enqueued_hash(self) -> str:
         """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
         return f"{self.tag}:first_enqueued"
@@ -212,6 +218,7 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_SPILL", "spilled_payloads_zset"),
     ("K_SPILL_SCORES", "spilled_scores_hash"),
     ("K_EVENTS", "events_stream"),
+    ("K_GPAUSED", "paused_groups_hash"),
 )
 
 

@@ -70,6 +70,7 @@ NAMES = (
     "schedule_pause",
     "history_trim",
     "stop_request",
+    "group_pause",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]
