@@ -16,6 +16,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     api,
     audit_view,
     export,
+    groups_view,
     health,
     pause_view,
     prometheus,

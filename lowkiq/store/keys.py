@@ -409,6 +409,12 @@ class GroupKeys:
         return [self.permits_zset, self.starts_zset]
 
 
+def day_stats_hash(worker: str, day: str) -> str:
+    """A worker's wait and run times of one UTC day (``YYYY-MM-DD``), as counts, sums and fixed buckets
+    (lowkiq.store.day_stats): written by plain HINCRBYs, one key per worker and day, expiring 30 days after it."""
+    return f"{PREFIX}:{{stats:{worker}}}:{day}"
+
+
 def registry_hash() -> str:
     """Worker name -> JSON {queue_name, shards_count}: lets the console find queues without app code."""
     return f"{PREFIX}:registry"
