@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     schedules_view,
     servers,
     stale,
+    stats_view,
     views,
 )
 from .app import create_app, served_app
