@@ -26,6 +26,7 @@ from ..store.actions import Actions
 from ..store.audit import IDS_KEPT
 from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
 from ..store.search import MAX_NEEDLE, PAGE_EXAMINED
+from . import openapi_groups_stats
 from .history_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 
@@ -78,8 +79,8 @@ def document(server_url: str, *, basic_auth: bool) -> Json:
         "servers": [{"url": server_url, "description": "The console's prefix, as this document was requested."}],
         "paths": paths(),
         "components": {
-            "schemas": SCHEMAS,
-            "parameters": PARAMETERS,
+            "schemas": {**SCHEMAS, **openapi_groups_stats.schemas()},
+            "parameters": {**PARAMETERS, **openapi_groups_stats.parameters()},
             "responses": ERROR_RESPONSES,
             "securitySchemes": {
                 "basicAuth": {
@@ -1041,6 +1042,7 @@ def paths() -> Json:
                                    "Schedules", "The schedules, from the app or the registry servers keep.")
     for verb in ("pause", "resume", "run"):
         out[f"{API}/schedules/{{name}}/{verb}"] = _schedule_action(verb)
+    out.update(openapi_groups_stats.paths(worker))
     return out
 
 
