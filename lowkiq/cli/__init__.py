@@ -38,7 +38,7 @@ EXIT_USAGE = 2
 # Subcommands of the ops CLI (lowkiq/cli/ops.py) and what each does, kept here so that starting a server
 # never imports it; `lowkiq --help` lists them, and ops.py's own help says the same.
 COMMANDS = {
-    "stats": "every worker's numbers and the live servers",
+    "stats": "every worker's numbers and the live servers; with WORKER, its wait and run times of a UTC day (--day)",
     "servers": "live server processes and the shards each holds",
     "jobs": "find a job by id (jobs find ID), its history (jobs history ID), list a worker's queued, busy or "
             "dead jobs (jobs list WORKER), or stop a process-isolated perform (jobs stop WORKER ID)",
@@ -47,6 +47,8 @@ COMMANDS = {
     "resume": "let servers take a paused worker's jobs again",
     "schedules": "recurring schedules: list them, or pause, resume or run one now",
     "audit": "the newest operator actions",
+    "groups": "a worker's groups: queued, busy, oldest wait, paused (groups WORKER); or pause or resume one "
+              "(groups pause|resume WORKER GROUP)",
 }
 OPS_COMMANDS = tuple(COMMANDS)
 
