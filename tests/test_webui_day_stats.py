@@ -6,8 +6,6 @@ from __future__ import annotations
 import re
 import time
 
-from webui_support import OrdersWorker
-
 import lowkiq
 from lowkiq.store import day_stats
 from lowkiq.store.day_stats import BUCKETS, Tally

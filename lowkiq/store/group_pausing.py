@@ -131,9 +131,9 @@ def read_groups(client: Transport, keys: QueueKeys, now: float) -> list[GroupRow
                 if group is not None:
                     busy[_text(group)] = busy.get(_text(group), 0) + 1
             position += 1
-    names = set(queued) | set(paused) | set(busy)
     rows = [GroupRow(name, queued.get(name, 0), busy.get(name, 0),
-                     max(0.0, now - oldest[name]) if name in oldest else 0.0, paused.get(name)) for name in names]
+                     max(0.0, now - oldest[name]) if name in oldest else 0.0, paused.get(name))
+            for name in set(queued) | set(paused) | set(busy)]
     return sorted(rows, key=lambda r: (-r.queued, r.name))
 
 
