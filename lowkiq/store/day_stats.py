@@ -88,24 +88,40 @@ class _Sums:
 
 
 class Tally:
-    """A process's counts not yet written, by (worker, day): shared by its threads, flushed by its keeper."""
+    """A process's counts not yet written, by (worker, day): shared by its threads, flushed by its keeper.
+
+    ``record`` runs once per batch on a server thread's hot path: the day is formatted once per day, not per
+    batch, and the sums are plain list slots."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._days: dict[tuple[str, str], dict[str, _Sums]] = {}
+        self._day = ""
+        self._day_from = self._day_until = 0.0  # the unix times ``_day`` spans
 
     def record(self, worker: str, due: Iterable[float], ended: float, seconds: float) -> None:
         """One batch of ``worker``: its jobs' perform_ins (``due``), when its perform ended (unix time) and how
         long it ran."""
         started = ended - seconds
-        key = (worker, day_of(ended))
         with self._lock:
+            if not self._day_from <= ended < self._day_until:
+                self._day = day_of(ended)
+                self._day_from = float(_day_start(self._day))
+                self._day_until = self._day_from + DAY_SECONDS
+            key = (worker, self._day)
             sums = self._days.get(key)
             if sums is None:
                 sums = self._days[key] = {kind: _Sums() for kind in KINDS}
+            wait = sums["wait"]
             n = 0
             for perform_in in due:
-                sums["wait"].add(started - perform_in)
+                waited = started - perform_in
+                if waited < 0.0:
+                    waited = 0.0
+                wait.count += 1
+                wait.total += waited
+                wait.squares += waited * waited
+                wait.buckets[bisect.bisect_left(BUCKETS, waited)] += 1
                 n += 1
             if n:
                 sums["run"].add(seconds, n)
