@@ -122,3 +122,34 @@ def test_a_bad_group_is_refused_naming_it_and_nothing_is_written(bad, error, r):
     with pytest.raises(error, match="group"):
         set_paused(OneShard, bad, PAUSE)
     assert not r.keys("*paused_groups*")
+
+
+def commands_of_one_take(r, q, lease) -> dict[str, int]:
+    r.config_resetstat()
+    taken = q.ack_and_take(None, (lease, 1))
+    assert [j.id[0] for j in taken.jobs] == ["b"]
+    q.ack_and_take((lease, [j.id for j in taken.jobs]), None)
+    stats = r.info("commandstats")
+    return {name: int(s["calls"]) for name, s in stats.items() if not name.startswith("cmdstat_config")}
+
+
+def test_the_take_passes_a_paused_group_over_at_no_cost_however_many_ids_it_holds(clock, r):
+    """Bounded work: a paused group is out of the rotation, so a take runs the same Redis commands beside 10
+    paused ids and beside 20,000, and beside 500 paused groups (a walk past them would show as more reads)."""
+    q = queue(OneShard)
+    lease = held_lease(q, 0)
+    OneShard.perform_async([{"id": f"a{i:05}", "group": "A", "perform_in": T - 500 + i / 1000} for i in range(10)])
+    OneShard.perform_async([{"id": f"b{i}", "group": "B", "perform_in": T - 1} for i in range(10)])
+    set_paused(OneShard, "A", PAUSE)
+    commands_of_one_take(r, q, lease)  # the first take also drops the empty default group from the rotation
+    few = commands_of_one_take(r, q, lease)
+    for start in range(10, 20_000, 5000):
+        OneShard.perform_async([{"id": f"a{i:05}", "group": "A", "perform_in": T - 500 + i / 1000}
+                                for i in range(start, min(start + 5000, 20_000))])
+    many = commands_of_one_take(r, q, lease)
+    assert few == many, (few, many)
+    # nor however many groups are paused
+    OneShard.perform_async([{"id": f"g{i}", "group": f"g{i}", "perform_in": T - 400} for i in range(500)])
+    for i in range(500):
+        set_paused(OneShard, f"g{i}", PAUSE)
+    assert commands_of_one_take(r, q, lease) == few
