@@ -153,3 +153,17 @@ def test_the_take_passes_a_paused_group_over_at_no_cost_however_many_ids_it_hold
     for i in range(500):
         set_paused(OneShard, f"g{i}", PAUSE)
     assert commands_of_one_take(r, q, lease) == few
+
+
+def test_a_pause_in_shards_without_groups_leaves_lowkiqs_path_alone(clock, r):
+    """A group paused in a worker whose shards hold no grouped id writes only its own hash there: pushes and
+    takes of ungrouped ids build no fairness index and take Lowkiq's path."""
+    set_paused(OneShard, "A", PAUSE)
+    OneShard.perform_async([{"id": f"d{i}", "perform_in": T - 10 + i} for i in range(3)])
+
+    def kept() -> list[str]:
+        return sorted(k.decode().split(":")[-1] for k in r.keys("lowkiq:v1:{OneShard:0}:*"))
+
+    assert kept() == ["events", "ids_by_perform_in", "ids_lex", "paused_groups", "payloads"]
+    assert take_all() == ["d0", "d1", "d2"]
+    assert kept() == ["counters", "events", "lease", "paused_groups"]

@@ -72,5 +72,5 @@ def api_group_resume(worker: str, group: str) -> Response:
 @bp.get("/api/v1/workers/<worker>/groups")
 def api_groups(worker: str) -> Response:
     c = console()
-    rows = console_groups.groups(c, c.worker(worker))
-    return reply({"worker": worker, "groups": [row.as_json() for row in rows]})
+    view = c.worker(worker)
+    return reply({"worker": view.name, "groups": [row.as_json() for row in console_groups.groups(c, view)]})

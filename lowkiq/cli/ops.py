@@ -1,4 +1,4 @@
-"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit``: what the console shows and does, from a shell.
+"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit|groups``: what the console shows and does, from a shell.
 
 They read the same Redis as the console (``--redis-url``, ``--app``, else
 LOWKIQ_APP, LOWKIQ_REDIS_URL, REDIS_URL, else the embedded Redis) through the same

@@ -14,7 +14,6 @@ busy ids in one round trip, then each listed group's oldest id and the busy ids'
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +156,3 @@ def _mapping(reply: Any) -> dict[str, Any]:
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
-
-def listed(rows: Sequence[GroupRow]) -> list[dict[str, Any]]:
-    return [row.as_json() for row in rows]

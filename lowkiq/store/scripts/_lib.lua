@@ -196,7 +196,7 @@ local function group_requeued(id, perform_in)
     -- (score 0 is low, as allowed: the take corrects it, or drops it when the group is empty)
     if redis.call('EXISTS', K_GROUPS) == 0 then redis.call('ZADD', K_GROUPS, 0, '') end
     group_put(id, group, perform_in)
-  elseif redis.call('EXISTS', K_GROUPS, K_GPAUSED) > 0 then  -- every group paused: K_GROUPS may be gone
+  elseif redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then  -- every group paused: K_GROUPS is gone, not K_GREADY
     group_due('', perform_in)
   end
 end

@@ -36,7 +36,7 @@ local history = history_length(ARGV[6])
 
 local fair = false
 -- A paused group is out of K_GROUPS, which is gone when every group is paused: its ids are still grouped.
-if rare and redis.call('EXISTS', K_GROUPS, K_GPAUSED) > 0 then
+if rare and redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then
   if redis.call('EXISTS', K_GREADY) == 1 then
     fair = true
   else

@@ -196,7 +196,7 @@ end
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
 -- Fairness indexes (docs/fairness.md): only in shards that hold grouped ids, or get their first now.
 local grouped_shard = redis.call('EXISTS', K_GROUP_OF) == 1
-local fair_shard = redis.call('EXISTS', K_GROUPS, K_GPAUSED) > 0
+local fair_shard = redis.call('EXISTS', K_GROUPS) == 1
 local moved = {}  -- ids whose queued perform_in debounce moved: id, perform_in, ...
 local earliest = nil
 local payload_args, ready_args, lex_args = {}, {}, {}
