@@ -12,8 +12,8 @@ from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import WorkerView
 from ..console import groups as console_groups
+from ..console.groups import PAUSE, RESUME
 from ..console.listing import BadInput
-from ..store.pausing import PAUSE, RESUME
 from . import actor, formatting
 from .blueprint import bp
 from .http import back as back_to

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..store.day_stats import BUCKETS, KEEP_DAYS
+from ..console.day_stats import BUCKETS, KEEP_DAYS
 
 Json = dict[str, Any]
 

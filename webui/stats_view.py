@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from flask import Response, request
 
 from ..console import day_stats
-from ..store.day_stats import Measure
+from ..console.day_stats import Measure
 from .blueprint import bp
 from .http import page, reply
 from .state import console

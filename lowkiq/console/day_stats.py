@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..store import day_stats
-from ..store.day_stats import BUCKETS, DayStats, bucket_labels
+from ..store.day_stats import BUCKETS, KEEP_DAYS, DayStats, Measure, bucket_labels
 from .listing import BadInput
 
 if TYPE_CHECKING:
     from . import Console, WorkerView
 
-__all__ = ["BUCKETS", "DayStats", "bucket_labels", "read", "today"]
+__all__ = ["BUCKETS", "KEEP_DAYS", "DayStats", "Measure", "bucket_labels", "read", "today"]
 
 
 def today(c: Console) -> str:

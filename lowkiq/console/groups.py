@@ -16,7 +16,7 @@ from ..store.pausing import PAUSE, RESUME, Pause
 if TYPE_CHECKING:
     from . import Console, WorkerView
 
-__all__ = ["GroupRow", "checked_group", "groups", "pause", "paused", "resume"]
+__all__ = ["PAUSE", "RESUME", "GroupRow", "checked_group", "groups", "pause", "paused", "resume"]
 
 
 def groups(c: Console, view: WorkerView) -> list[GroupRow]:

@@ -32,6 +32,8 @@ from . import group_limits
 from .assignment import MemberView, ShardId, assign, split_among_threads
 from .duties import Duties, Failure
 from .duties.day_stats_flush import DayStatsFlush
+from .duties.dependency_audit import DependencyAudit
+from .duties.dependency_releases import DependencyReleases
 from .duties.id_history_trim import IdHistoryTrim
 from .duties.minute_totals import MinuteTotals
 from .duties.replica_counts import ReplicaCounts
@@ -103,7 +105,9 @@ class Keeper:
         trim_after_a_while = {trim.name: time.monotonic() + trim.every}  # nothing to trim at start-up
         self.duties = Duties([d for d in (self.schedule_ticks, ReplicaCounts(self.client, self.holdings),
                                           MinuteTotals(self.client, self.workers, runtime.clock), trim,
-                                          DayStatsFlush(self.client))
+                                          DayStatsFlush(self.client),
+                                          DependencyReleases(self.client, self.holdings),
+                                          DependencyAudit(self.client, self.holdings, self.workers, self.redis_clock))
                               if d is not None], report=self.duty_failed)
         self.duties.next_at.update(trim_after_a_while)
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)

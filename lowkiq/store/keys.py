@@ -182,6 +182,41 @@ class ShardKeys:
         kind and ``d`` its msgpack detail (lowkiq.store.id_history), the newest ``history_length`` kept."""
         return f"{self.tag}:events"
 
+    # -- dependencies (docs/dependencies.md): only shards whose ids are waited for, or wait, have these keys --
+
+    @property
+    def depend_watches_hash(self) -> str:
+        """id -> msgpack {acknowledgements counted, watch, ...}: the dependents waiting for this shard's id."""
+        return f"{self.tag}:depend_watches"
+
+    @property
+    def depend_releases_stream(self) -> str:
+        """Settled watches to deliver into their dependents' shards (fields q, s, i, w, dw, di), at least once."""
+        return f"{self.tag}:depend_releases"
+
+    @property
+    def depend_waiting_hash(self) -> str:
+        """id -> msgpack {parking, ...}: this shard's versions waiting for their dependencies (``after``)."""
+        return f"{self.tag}:depend_waiting"
+
+    @property
+    def depend_early_zset(self) -> str:
+        """"wait NUL worker NUL id" -> when: releases that came before their version was parked."""
+        return f"{self.tag}:depend_early"
+
+    # -- tags (docs/tags.md): only shards that hold tagged ids have these keys --
+
+    @property
+    def tags_of_hash(self) -> str:
+        """id -> msgpack array of its tags, for tagged ids queued, in processing or in the morgue."""
+        return f"{self.tag}:tags_of"
+
+    @property
+    def tagged_ids_lex_zset(self) -> str:
+        """``tag NUL id`` for each tag of each id of ``tags_of``, all scored 0: one tag's ids by id in one
+        ZRANGEBYLEX (a tag is printable, so it holds no NUL)."""
+        return f"{self.tag}:tagged_ids_lex"
+
     @property
     def wake_message(self) -> str:
         return f"{self.queue_name}:{self.shard}"
@@ -218,6 +253,12 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_SPILL", "spilled_payloads_zset"),
     ("K_SPILL_SCORES", "spilled_scores_hash"),
     ("K_EVENTS", "events_stream"),
+    ("K_DEP_WATCH", "depend_watches_hash"),
+    ("K_DEP_OUTBOX", "depend_releases_stream"),
+    ("K_DEP_PARKED", "depend_waiting_hash"),
+    ("K_DEP_EARLY", "depend_early_zset"),
+    ("K_TAGS_OF", "tags_of_hash"),
+    ("K_TAGGED", "tagged_ids_lex_zset"),
     ("K_GPAUSED", "paused_groups_hash"),
 )
 
