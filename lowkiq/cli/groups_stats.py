@@ -1,17 +1,20 @@
 """``lowkiq groups WORKER``, ``lowkiq groups pause|resume WORKER GROUP`` and ``lowkiq stats WORKER --day``: a
 worker's groups (the tenant view) and one group's pause, and its wait and run times of a day; all through the
-console model (``lowkiq.console.groups``, ``lowkiq.console.day_stats``), as the pages and the API."""
+console model (``lowkiq.console.groups``, ``lowkiq.console.day_stats``), as the pages and the API.
+
+Each command answers ``(data, text)``, what ``--json`` prints and how to draw it for people, which ops.py shows;
+a mistake is a ``BadInput`` naming it (exit status 2)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..console import day_stats
 from ..console import groups as console_groups
+from ..console.listing import BadInput
 from . import human
 from .human import Style
-from .ops import OpsError, Shown, _user
 
 if TYPE_CHECKING:
     from ..console import Console
@@ -19,13 +22,14 @@ if TYPE_CHECKING:
 # The histogram's widest bar, in characters.
 BAR = 40
 GROUPS_USAGE = "lowkiq groups WORKER, or lowkiq groups pause|resume WORKER GROUP"
+Answer = tuple[Any, Callable[[Style], str]]
 
 
-def groups(c: Console, words: Sequence[str]) -> Shown:
+def groups(c: Console, words: Sequence[str], *, who: str) -> Answer:
     if len(words) == 3 and words[0] in ("pause", "resume"):
-        return _pause(c, words[0], words[1], words[2])
+        return _pause(c, words[0], words[1], words[2], who)
     if len(words) != 1:
-        raise OpsError(f"{GROUPS_USAGE}: got {' '.join(words)!r}")
+        raise BadInput(f"{GROUPS_USAGE}: got {' '.join(words)!r}")
     view = c.worker(words[0])
     rows = console_groups.groups(c, view)
     data = {"worker": view.name, "groups": [row.as_json() for row in rows]}
@@ -41,16 +45,16 @@ def groups(c: Console, words: Sequence[str]) -> Shown:
               else "no"] for r in rows],
             right=("queued", "busy", "oldest wait"), last_unclipped=True)
 
-    return Shown(data, text)
+    return data, text
 
 
-def _pause(c: Console, verb: str, worker: str, group: str) -> Shown:
+def _pause(c: Console, verb: str, worker: str, group: str, who: str) -> Answer:
     view = c.worker(worker)
     change = console_groups.pause if verb == "pause" else console_groups.resume
     try:
-        changed = change(c, view, group, who=_user(), source="cli")
+        changed = change(c, view, group, who=who, source="cli")
     except (TypeError, ValueError) as exc:
-        raise OpsError(str(exc)) from None
+        raise BadInput(str(exc)) from None
     shown = human.cell(group)
     if verb == "pause":
         said = (f"group {shown} of {view.name} paused: its queued jobs wait, in order, while other groups run"
@@ -58,11 +62,11 @@ def _pause(c: Console, verb: str, worker: str, group: str) -> Shown:
     else:
         said = f"group {shown} of {view.name} resumed: its jobs run again, in order" if changed else \
             f"group {shown} was not paused"
-    return Shown({"worker": view.name, "group": group, "paused": verb == "pause", "changed": changed},
-                 lambda style: said)
+    return ({"worker": view.name, "group": group, "paused": verb == "pause", "changed": changed},
+            lambda style: said)
 
 
-def stats(c: Console, worker: str, day: str | None) -> Shown:
+def stats(c: Console, worker: str, day: str | None) -> Answer:
     view = c.worker(worker)
     measured = day_stats.read(c, view, day)
     data: dict[str, Any] = measured.as_json()
@@ -86,7 +90,7 @@ def stats(c: Console, worker: str, day: str | None) -> Shown:
                 lines.append(f"  {label:>9} {bar:<{BAR}} {human.count(n)}")
         return "\n".join(lines)
 
-    return Shown(data, text)
+    return data, text
 
 
 def seconds(value: float) -> str:

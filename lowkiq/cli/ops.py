@@ -237,14 +237,14 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
     try:
         if args.command == "stats" and args.worker:
             from .groups_stats import stats as day_stats
-            return day_stats(c, args.worker, args.day)
+            return Shown(*day_stats(c, args.worker, args.day))
         if args.command == "stats":
             if args.day:
                 raise OpsError("--day needs a worker: lowkiq stats WORKER --day YYYY-MM-DD")
             return stats(c)
         if args.command == "groups":
             from .groups_stats import groups
-            return groups(c, args.words)
+            return Shown(*groups(c, args.words, who=_user()))
         if args.command == "servers":
             return servers(c)
         if args.command == "audit":
