@@ -14,6 +14,7 @@ from lowkiq.store import dependencies, lua
 from lowkiq.store.codec import shard_of
 from lowkiq.store.keys import ShardKeys
 from lowkiq.store.leases import Lease
+from lowkiq.store.tags import Tags
 from lowkiq.testing import drain
 
 
@@ -129,6 +130,21 @@ def test_a_dependent_waits_until_its_dependency_is_performed(app):
     assert deliver() == 0
 
 
+def test_a_waiting_version_keeps_its_tags_until_it_is_released_and_queued(app):
+    console = lowkiq.current()
+    Customers.perform_async([{"id": "c1"}])
+    Orders.perform_async([{"id": "o1", "payload": "v1", "tags": ["vip"], "after": after(("Customers", "c1"))},
+                          {"id": "o2", "payload": "v1", "tags": ["now"], "after": after(("Customers", "c9"))}])
+    tags = lambda job_id: Tags(console.client, Orders.keys()).of(job_id)  # noqa: E731
+    assert tags("o2") == ("now",)  # nothing to wait for: queued at once, with its tags
+    assert tags("o1") == ()  # waiting: not queued yet
+    perform_by_hand(Customers, "c1")
+    assert deliver() == 1
+    assert tags("o1") == ("vip",)
+    assert sorted(ran(Orders)) == ["o1", "o2"]
+    assert tags("o1") == ()  # performed: gone with its last copy
+
+
 def test_a_job_of_the_same_call_can_be_the_dependency(app):
     Orders.perform_async([{"id": "o1", "payload": "first"},
                           {"id": "o2", "payload": "second", "after": after(("Orders", "o1"))},
@@ -202,7 +218,7 @@ def test_a_release_before_the_park_step_is_kept_for_it(app):
     perform_by_hand(Customers, "c1")
     assert deliver() == 1  # delivered before the producer's second step
     [parked] = lua.run_many(client, [("depend_park", keys, ("o1", "w1", "", b'"v1"', "", "", "ch", "m", "",
-                                                           "Customers", "c1"))])
+                                                           "", "Customers", "c1"))])
     assert parked == 0  # queued at once
     assert ran(Orders) == ["o1"]
 

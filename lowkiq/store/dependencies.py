@@ -87,7 +87,7 @@ def enqueue(client: Transport, worker: type[Worker], jobs: Sequence[PreparedJob]
             parks.append(("depend_park", keys, (
                 job.id, waits[n], "" if job.perform_in is None else repr(job.perform_in), job.payload,
                 "" if job.score is None else repr(job.score), job.group or "", WAKE_CHANNEL, keys.wake_message,
-                history, *watched[n])))
+                history, msgpack.packb(list(job.tags)) if job.tags else "", *watched[n])))
         lua.run_many(client, parks)
     return len({job.id for job in jobs})
 
@@ -190,7 +190,7 @@ def waiting_of(client: Transport, keys: ShardKeys, job_id: str) -> list[Waiting]
         return []
     out = []
     for parking in msgpack.unpackb(raw, raw=True):
-        wait, perform_in, payload, score, group, pending, since = parking
+        wait, perform_in, payload, score, group, pending, since = parking[:7]  # [7]: its tags, for the queue
         pairs = [(codec.text(pending[i]), codec.text(pending[i + 1])) for i in range(0, len(pending), 2)]
         out.append(Waiting(codec.text(wait), bytes(payload), float(score), float(since), float(perform_in),
                            codec.text(group) or None, pairs))

@@ -52,10 +52,12 @@ local function depend_settled(ids, acked)
 end
 
 -- A waiting version whose dependencies are all released joins the queue (merge rule "new job"), as a
--- push would write it. Returns the entry of the id's history: {id, 1, 'new' or 'merged', due or false}.
-local function depend_enqueue(id, perform_in, payload, score, group)
+-- push would write it, with its tags (msgpack, or '' or nil: none). Returns the entry of the id's history:
+-- {id, 1, 'new' or 'merged', due or false}.
+local function depend_enqueue(id, perform_in, payload, score, group, tags)
   local existing = redis.call('HGET', K_PAYLOADS, id)
   payloads_merge(id, existing, { payload, score }, 0)
+  if tags and tags ~= '' then tags_add(id, cmsgpack.unpack(tags)) end
   if existing then return { id, 1, 'merged', false } end
   redis.call('ZADD', K_READY, num(perform_in), id)
   redis.call('ZADD', K_LEX, 0, id)

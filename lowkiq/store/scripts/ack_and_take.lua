@@ -27,12 +27,13 @@ local now, now_ms = clock_now(ARGV[1])
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
--- Retried ids, stored errors, crash counts, groups, debounce records and tags are rare: one probe usually
--- rules them all out, and a shard without any takes Lowkiq's path unchanged.
-local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST, K_TAGS_OF) > 0
+-- Retried ids, stored errors, crash counts, groups, debounce records, tags and dependents' watches are rare:
+-- one probe usually rules them all out, and a shard without any takes Lowkiq's path unchanged.
+local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST, K_TAGS_OF,
+  K_DEP_WATCH) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
 local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1, rare)
-depend_settled(acked, true)
+if rare then depend_settled(acked, true) end
 local history = history_length(ARGV[6])
 
 local fair = false
