@@ -29,7 +29,7 @@ PREFIX = "/lowkiq"
 DOC = "/api/v1/openapi.json"
 DOC_URI = "urn:lowkiq:openapi"
 # Values for the documented path and required query parameters.
-PATH_VALUES = {"worker": "OrdersWorker", "job_id": "all3", "tag": "vip"}
+PATH_VALUES = {"worker": "OrdersWorker", "job_id": "all3", "tag": "vip", "group": "acme"}
 QUERY_VALUES = {"id": "all3"}
 # Flask adds these to every rule; the document lists the methods the routes were declared with.
 IMPLICIT_METHODS = {"HEAD", "OPTIONS"}
@@ -354,6 +354,20 @@ def test_pause_and_resume_answer_as_documented(client, spec, seeded):
         "paused": False, "changed": True}
     refused = client.post(url(resume), data='{"all": true}', content_type="application/json")
     assert refused.status_code == 400 and "resume takes no parameters" in spec.check(refused, resume, "post")["error"]
+
+
+def test_group_pause_groups_and_day_stats_answer_as_documented(client, spec, seeded):
+    pause, resume = "/api/v1/workers/{worker}/groups/{group}/pause", "/api/v1/workers/{worker}/groups/{group}/resume"
+    OrdersWorker.perform_async([{"id": "g1", "group": "acme"}])
+    assert spec.check(client.post(url(pause), data="", content_type="application/json"), pause, "post") == {
+        "group": "acme", "paused": True, "changed": True}
+    groups = spec.check(client.get(url("/api/v1/workers/{worker}/groups")), "/api/v1/workers/{worker}/groups")
+    assert groups["groups"][0]["paused"]["source"] == "api"
+    assert spec.check(client.post(url(resume), data="", content_type="application/json"), resume, "post")["changed"]
+    stats = "/api/v1/workers/{worker}/stats"
+    bad = client.get(url(stats), query_string={"day": "2026-02-30"})
+    assert bad.status_code == 400 and "day must be" in spec.check(bad, stats)["error"]
+    assert spec.check(client.get(url(stats), query_string={"day": "2026-02-28"}), stats)["run"]["count"] == 0
 
 
 def test_retry_now_and_the_search_answer_as_documented(client, spec, seeded, clock):

@@ -32,6 +32,7 @@ from ..console.terms import (
 )
 from ..jobs import MAX_TAG_LENGTH
 from ..options import FALSE_WORDS, TRUE_WORDS
+from . import openapi_groups_stats
 from .history_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 
@@ -84,8 +85,8 @@ def document(server_url: str, *, basic_auth: bool) -> Json:
         "servers": [{"url": server_url, "description": "The console's prefix, as this document was requested."}],
         "paths": paths(),
         "components": {
-            "schemas": SCHEMAS,
-            "parameters": PARAMETERS,
+            "schemas": {**SCHEMAS, **openapi_groups_stats.SCHEMAS},
+            "parameters": {**PARAMETERS, **openapi_groups_stats.PARAMETERS},
             "responses": ERROR_RESPONSES,
             "securitySchemes": {
                 "basicAuth": {
@@ -1169,6 +1170,27 @@ def paths() -> Json:
                                    "Schedules", "The schedules, from the app or the registry servers keep.")
     for verb in ("pause", "resume", "run"):
         out[f"{API}/schedules/{{name}}/{verb}"] = _schedule_action(verb)
+    out.update(_groups_stats_paths(worker))
+    return out
+
+
+def _groups_stats_paths(worker: str) -> Json:
+    """A worker's groups, pausing one, and its day stats (their tables: openapi_groups_stats)."""
+    out: Json = {}
+    for suffix, operation_id, summary, schema, answer, errors, names in openapi_groups_stats.GETS:
+        out[f"{worker}/{suffix}"] = _get(operation_id, summary, schema, answer, *errors,
+                                         parameters=[ref("parameters", name) for name in names])
+    for verb, summary, description in openapi_groups_stats.GROUP_ACTIONS:
+        out[f"{worker}/groups/{{group}}/{verb}"] = {"post": {
+            "operationId": f"api_group_{verb}",
+            "summary": summary,
+            "description": f"{description} Recorded in the audit log as group/{verb}.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "group"), ref("parameters", "origin"),
+                           ref("parameters", "secFetchSite")],
+            "requestBody": {"required": False, "content": _json(_schema("NoParameters")),
+                            "description": "None at all, or an empty object as application/json."},
+            "responses": _responses("GroupPauseResult", "The group's state now.", 400, 404, 413, 415),
+        }}
     return out
 
 

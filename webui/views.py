@@ -10,6 +10,7 @@ from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import AREA_ORDERS, Console, WorkerView, finding, histories, listing, minute_totals
+from ..console import groups as console_groups
 from ..console.busy import THREAD_PERFORMS, stoppable
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
@@ -214,7 +215,7 @@ def worker_counts(worker: str) -> str:
     hours = history_chart.WINDOWS[0]
     minutes = history_chart.read(c, [view.info.queue_name], hours, now)[view.info.queue_name]
     return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""),
-                           waiting=c.waiting_count(view),
+                           waiting=c.waiting_count(view), paused_groups=console_groups.paused(c, view),
                            now=now, next_url=_current_page(view), history=history_chart.build(minutes, hours, now))
 
 

@@ -1,4 +1,4 @@
-"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit``: what the console shows and does, from a shell.
+"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit|groups``: what the console shows and does, from a shell.
 
 They read the same Redis as the console (``--redis-url``, ``--app``, else
 LOWKIQ_APP, LOWKIQ_REDIS_URL, REDIS_URL, else the embedded Redis) through the same
@@ -88,7 +88,11 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--utc", action="store_true", help="times in UTC (default: the local time zone)")
     p = _Parser(prog="lowkiq", description="Operate lowkiq's queues from a shell.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("stats", parents=[common], help=COMMANDS["stats"])
+    day_stats = sub.add_parser("stats", parents=[common], help=COMMANDS["stats"])
+    day_stats.add_argument("worker", nargs="?", help="one worker's wait and run times of a day instead")
+    day_stats.add_argument("--day", metavar="YYYY-MM-DD", help="with WORKER: the UTC day (default: today)")
+    group_words = sub.add_parser("groups", parents=[common], help=COMMANDS["groups"])
+    group_words.add_argument("words", nargs="+", metavar="WORKER | pause|resume WORKER GROUP")
     sub.add_parser("servers", parents=[common], help=COMMANDS["servers"])
     jobs = sub.add_parser("jobs", parents=[common], help=COMMANDS["jobs"])
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
@@ -231,8 +235,16 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
     from ..console.listing import BadInput
 
     try:
+        if args.command == "stats" and args.worker:
+            from .groups_stats import stats as day_stats
+            return Shown(*day_stats(c, args.worker, args.day))
         if args.command == "stats":
+            if args.day:
+                raise OpsError("--day needs a worker: lowkiq stats WORKER --day YYYY-MM-DD")
             return stats(c)
+        if args.command == "groups":
+            from .groups_stats import groups
+            return Shown(*groups(c, args.words, who=_user()))
         if args.command == "servers":
             return servers(c)
         if args.command == "audit":

@@ -154,6 +154,12 @@ class ShardKeys:
         return f"{self.tag}:group_lengths"
 
     @property
+    def paused_groups_hash(self) -> str:
+        """group -> "<ms of Redis time> <JSON: who, source>" while an operator holds it (docs/fairness.md, "Pausing
+        a group"): a paused group stays out of ``groups``, so the take never reaches its ids."""
+        return f"{self.tag}:paused_groups"
+
+    @property
     def first_enqueued_hash(self) -> str:
         """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
         return f"{self.tag}:first_enqueued"
@@ -253,6 +259,7 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_DEP_EARLY", "depend_early_zset"),
     ("K_TAGS_OF", "tags_of_hash"),
     ("K_TAGGED", "tagged_ids_lex_zset"),
+    ("K_GPAUSED", "paused_groups_hash"),
 )
 
 
@@ -441,6 +448,12 @@ class GroupKeys:
 
     def all(self) -> list[str]:
         return [self.permits_zset, self.starts_zset]
+
+
+def day_stats_hash(worker: str, day: str) -> str:
+    """A worker's wait and run times of one UTC day (``YYYY-MM-DD``), as counts, sums and fixed buckets
+    (lowkiq.store.day_stats): written by plain HINCRBYs, one key per worker and day, expiring 30 days after it."""
+    return f"{PREFIX}:{{stats:{worker}}}:{day}"
 
 
 def registry_hash() -> str:

@@ -74,6 +74,7 @@ NAMES = (
     "depend_park",
     "depend_deliver",
     "tagged",
+    "group_pause",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

@@ -149,7 +149,9 @@ local function group_prefix(group)
 end
 
 -- ``group`` got a job due at ``perform_in``: its score drops to max(perform_in, its turn) if lower.
+-- A paused group (K_GPAUSED) stays out of the rotation: its ids wait in their indexes until a resume.
 local function group_due(group, perform_in)
+  if group ~= '' and redis.call('HEXISTS', K_GPAUSED, group) == 1 then return end
   local turn = redis.call('HGET', K_GTURNS, group)
   if turn then perform_in = math.max(perform_in, tonumber(turn)) end
   redis.call('ZADD', K_GROUPS, 'LT', num(perform_in), group)
@@ -194,7 +196,7 @@ local function group_requeued(id, perform_in)
     -- (score 0 is low, as allowed: the take corrects it, or drops it when the group is empty)
     if redis.call('EXISTS', K_GROUPS) == 0 then redis.call('ZADD', K_GROUPS, 0, '') end
     group_put(id, group, perform_in)
-  elseif redis.call('EXISTS', K_GROUPS) == 1 then
+  elseif redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then  -- every group paused: K_GROUPS is gone, not K_GREADY
     group_due('', perform_in)
   end
 end

@@ -37,7 +37,8 @@ if rare then depend_settled(acked, true) end
 local history = history_length(ARGV[6])
 
 local fair = false
-if rare and redis.call('EXISTS', K_GROUPS) == 1 then
+-- A paused group is out of K_GROUPS, which is gone when every group is paused: its ids are still grouped.
+if rare and redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then
   if redis.call('EXISTS', K_GREADY) == 1 then
     fair = true
   else
