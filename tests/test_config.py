@@ -114,7 +114,7 @@ def test_every_key_a_script_touches_is_in_its_shards_hash_slot():
         assert all(k.startswith("lowkiq:v1:{orders:eu:") for k in shard.all())
         slots |= shard_slots
     assert len(slots) > 12  # shards spread over the cluster
-    assert len(set(ShardKeys("q", 0).all())) == 30
+    assert len(set(ShardKeys("q", 0).all())) == 31
 
 
 def test_the_scripts_keys_are_defined_once_and_every_one_is_used():
