@@ -16,12 +16,14 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     api,
     audit_view,
     export,
+    groups_view,
     health,
     pause_view,
     prometheus,
     schedules_view,
     servers,
     stale,
+    stats_view,
     views,
 )
 from .app import create_app, served_app

@@ -77,7 +77,7 @@ class AsyncShardHandler(ShardHandler):
             return None
         error = task.exception() or task.result()
         if error is None:
-            return self._performed(batch, started)
+            return self._performed(taken, batch, started)
         if isinstance(error, PartialFailure):
             per_id = {job_id: self._formatted(e) for job_id, e in error.failures.items()}
             await self._afail(taken, error, seconds, per_id=per_id)

@@ -85,6 +85,8 @@ class Event:
     batch: tuple[str, ...] = ()
     batch_size: int = 1
     reason: str | None = None
+    # enqueued, merged, joined_dead: the tags the push brought (docs/tags.md)
+    tags: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -98,6 +100,8 @@ class Event:
                 text += ", retries later"
         if self.kind == "failed" and not self.own_error and self.batch_size > 1:
             text += f"; its batch of {self.batch_size} failed together"
+        if self.tags:
+            text += f", tagged {', '.join(self.tags)}"
         if self.reason:
             text += f": {self.reason}"
         if self.actor is not None:
@@ -109,7 +113,8 @@ class Event:
                 "thread": self.thread, "fencing_token": self.fencing_token, "actor": self.actor,
                 "retry_count": self.retry_count, "perform_in": self.perform_in, "versions": self.versions,
                 "error": self.error, "traceback": self.traceback, "own_error": self.own_error,
-                "batch": list(self.batch), "batch_size": self.batch_size, "reason": self.reason}
+                "batch": list(self.batch), "batch_size": self.batch_size, "reason": self.reason,
+                "tags": list(self.tags)}
 
 
 @dataclass
@@ -167,7 +172,8 @@ class IdHistories:
                 if _s(item[0]) == job_id:
                     state = codec.text(item[2])
                     name = {"new": "enqueued", "merged": "merged", "morgue": "joined_dead"}.get(state, state)
-                    yield Event(at, name, versions=int(item[1]), perform_in=_number(item[3]))
+                    tags = tuple(_s(tag) or "" for tag in _list(item[4])) if len(item) > 4 else ()
+                    yield Event(at, name, versions=int(item[1]), perform_in=_number(item[3]), tags=tags)
         elif kind == "op":
             actor, verb, ids = _s(d[0]) or "", _s(d[1]) or "", _ids(d[2])
             if job_id in ids:
