@@ -1,13 +1,15 @@
 """What lowkiq reads of a worker class and of a schedule without running them, declared once at the bottom.
 
 The store, the server and the console need a worker's name, queue, shards, batch, retries, time limit,
-isolation and morgue policy, a ``Shard``, and a schedule's ``Rule``; ``lowkiq.Worker`` and
+isolation, morgue policy and (an async worker's) concurrency, a ``Shard``, and a schedule's ``Rule``; ``lowkiq.Worker`` and
 ``lowkiq.Schedule`` are built on these declarations. Each attribute declared here is checked here, by the
 one function that both a worker's class definition and the registry's reader call.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +24,9 @@ from .store.keys import validate_queue_name
 # Shards of one worker at most: each is a handful of keys that the worker's page and every
 # stats read visit; a read of several workers is bounded apart (metrics.CONSOLE_SHARD_BUDGET).
 MAX_SHARDS_COUNT = 4096
+# Each batch in flight holds a slot with its own Redis connections: a bound that keeps a typo from opening
+# a connection storm.
+MAX_CONCURRENCY = 10_000
 # Where a worker's performs run, and what its morgue does at retries exhausted (Worker.isolation,
 # Worker.morgue_policy): recorded so that a console without the app's code can flag performs past
 # their time_limit and count the ids a whole_id morgue holds.
@@ -47,6 +52,9 @@ class WorkerSpec:
     time_limit: ClassVar[float | None] = None
     isolation: ClassVar[str] = "thread"
     morgue_policy: ClassVar[str] = "oldest_payload"
+    # An async worker's (``async def perform``, docs/async.md): how many of its batches one server process
+    # performs at once on its event loop. Sync workers keep threads_per_node.
+    concurrency: ClassVar[int] = 100
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -62,6 +70,33 @@ class WorkerSpec:
         check_time_limit(cls.time_limit, f"{name}.time_limit")
         check_one_of(cls.isolation, ISOLATIONS, f"{name}.isolation")
         check_one_of(cls.morgue_policy, MORGUE_POLICIES, f"{name}.morgue_policy")
+        check_concurrency(cls.concurrency, f"{name}.concurrency")
+
+
+def check_concurrency(value: Any, what: str = "concurrency") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ValueError(f"{what} must be an int 1..{MAX_CONCURRENCY} (batches of an async worker one server "
+                         f"process performs at once), got {value!r}")
+    return int(value)
+
+
+def is_coroutine(fn: Any) -> bool:
+    """Whether calling ``fn`` makes a coroutine (or an async generator) instead of doing its work."""
+    if fn is None:
+        return False
+    target: Any
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, functools.partial):
+        target = fn
+    else:  # an object with an async __call__
+        target = type(fn).__call__ if callable(fn) else fn
+    return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
+
+
+def is_async(cls: type[Any]) -> bool:
+    """Whether the worker is an async worker: its perform is ``async def`` (served by the event loop)."""
+    perform = getattr(cls, "perform", None)
+    # An async generator's body never runs by being awaited: such a perform stays refused.
+    return is_coroutine(perform) and not inspect.isasyncgenfunction(perform)
 
 
 def check_shards_count(value: Any, what: str = "shards_count") -> int:

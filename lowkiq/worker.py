@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -16,12 +14,11 @@ from .spec import ISOLATIONS as ISOLATIONS
 from .spec import MORGUE_POLICIES as MORGUE_POLICIES
 from .spec import Shard as Shard
 from .spec import WorkerSpec
+from .spec import is_async as is_async  # re-exported: configure and the server ask it here
+from .spec import is_coroutine as is_coroutine
 from .store.keys import QueueKeys
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
-# Each batch in flight holds a slot with its own Redis connections: a bound that keeps a typo from opening
-# a connection storm.
-MAX_CONCURRENCY = 10_000
 
 
 class Worker(WorkerSpec):
@@ -66,9 +63,6 @@ class Worker(WorkerSpec):
     # history, nothing written for it), and for how long at most (seconds).
     history_length: ClassVar[int] = 10_000
     history_max_age: ClassVar[float] = 7 * 24 * 3600
-    # An async worker's (``async def perform``, docs/async.md): how many of its batches one server process
-    # performs at once on its event loop. Sync workers keep threads_per_node.
-    concurrency: ClassVar[int] = 100
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)  # WorkerSpec: the names, shards, batch, retries and policies
@@ -80,7 +74,6 @@ class Worker(WorkerSpec):
                              f"got {cls.payload_overflow!r}")
         _check_flow_attributes(cls)
         _check_history(cls)
-        _check_concurrency(cls)
         fairness.check(cls)
 
     def retry_in(self, retry_count: int) -> float:
@@ -157,25 +150,6 @@ def check_perform(cls: type[Worker]) -> None:
         refuse_coroutine(getattr(cls, hook, None), f"{cls.__name__}.{hook}")
 
 
-def is_async(cls: type[Any]) -> bool:
-    """Whether the worker is an async worker: its perform is ``async def`` (served by the event loop)."""
-    perform = getattr(cls, "perform", None)
-    # An async generator's body never runs by being awaited: such a perform stays refused.
-    return is_coroutine(perform) and not inspect.isasyncgenfunction(perform)
-
-
-def is_coroutine(fn: Any) -> bool:
-    """Whether calling ``fn`` makes a coroutine (or an async generator) instead of doing its work."""
-    if fn is None:
-        return False
-    target: Any
-    if inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, functools.partial):
-        target = fn
-    else:  # an object with an async __call__
-        target = type(fn).__call__ if callable(fn) else fn
-    return inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target)
-
-
 def refuse_coroutine(fn: Any, where: str) -> None:
     """Refuse an ``async def`` where lowkiq would call it without awaiting it: its work would silently not run
     (a perform's jobs counted as processed while its body never ran)."""
@@ -184,13 +158,6 @@ def refuse_coroutine(fn: Any, where: str) -> None:
             f"{where} is a coroutine function (async def): lowkiq calls it from a thread and would never await it, "
             f"so its work would silently not run. Make it a plain def (e.g. run your coroutine with "
             f"asyncio.run(...) inside it)")
-
-
-def _check_concurrency(cls: type[Worker]) -> None:
-    value = cls.concurrency
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
-        raise ValueError(f"{cls.__name__}.concurrency must be an int 1..{MAX_CONCURRENCY} (batches of an async "
-                         f"worker one server process performs at once), got {value!r}")
 
 
 def _check_history(cls: type[Worker]) -> None:

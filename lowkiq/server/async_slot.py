@@ -14,7 +14,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.leases import Lease, LeaseRefused
 from ..transport.errors import REDIS_ERRORS
@@ -26,7 +26,6 @@ from .shard_pool import ShardPool
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
-    from .async_executor import AsyncExecutor
     from .shard_handler import ShardHandler
 
 log = logging.getLogger("lowkiq.server")
@@ -53,6 +52,17 @@ class LoopWake(threading.Event):
                 loop.call_soon_threadsafe(event.set)
 
 
+class Host(Protocol):
+    """What a slot uses of its executor (lowkiq.server.async_executor)."""
+
+    sleepers: dict[str, list[AsyncSlot]]
+    pollers: dict[str, AsyncSlot | None]
+
+    def offload(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]: ...
+
+    def ring(self, queue_name: str) -> None: ...
+
+
 class AsyncSlot(Processor):
     """One batch at a time of one async worker: a task on the executor's loop."""
 
@@ -60,7 +70,7 @@ class AsyncSlot(Processor):
 
     def __init__(self, number: int, runtime: Runtime, stop: threading.Event,
                  on_fatal: Callable[[BaseException, bool], None], isolation: CrashIsolation, pool: ShardPool,
-                 executor: AsyncExecutor, queue_name: str, *, first: bool) -> None:
+                 executor: Host, queue_name: str, *, first: bool) -> None:
         super().__init__(number, runtime, stop, on_fatal, isolation, pool)
         self.name = f"lowkiq-async-{number}"
         # Its own wake is for the keeper's news to this slot; the pool's news rings the pool's Bell instead.

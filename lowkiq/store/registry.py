@@ -23,7 +23,7 @@ from ..errors import RegistryFull as RegistryFull
 from ..spec import ISOLATIONS as ISOLATIONS
 from ..spec import MAX_SHARDS_COUNT as MAX_SHARDS_COUNT
 from ..spec import MORGUE_POLICIES as MORGUE_POLICIES
-from ..spec import WorkerSpec, check_count, check_one_of, check_time_limit
+from ..spec import WorkerSpec, check_count, check_one_of, check_time_limit, is_async
 from ..spec import check_positive as check_positive
 from ..spec import check_shards_count as check_shards_count
 from ..transport import Transport
@@ -87,11 +87,9 @@ def checked(info: WorkerInfo) -> WorkerInfo:
 
 
 def info_of(worker: type[WorkerSpec]) -> WorkerInfo:
-    from ..worker import is_async  # at call time: worker.py reaches the store
-
     return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size,
                       time_limit=worker.time_limit, isolation=worker.isolation, morgue_policy=worker.morgue_policy,
-                      concurrency=getattr(worker, "concurrency", None) if is_async(worker) else None)
+                      concurrency=worker.concurrency if is_async(worker) else None)
 
 
 def register(client: Transport | redis.Redis, workers: Iterable[type[WorkerSpec]]) -> None:
