@@ -1,8 +1,8 @@
 """What lowkiq reads of a worker class and of a schedule without running them, declared once at the bottom.
 
 The store, the server and the console need a worker's name, queue, shards, batch, retries, time limit,
-isolation, morgue policy and (an async worker's) concurrency, a ``Shard``, and a schedule's ``Rule``; ``lowkiq.Worker`` and
-``lowkiq.Schedule`` are built on these declarations. Each attribute declared here is checked here, by the
+isolation, morgue policy and (an async worker's) concurrency, a ``Shard``, and a schedule's ``Rule``;
+``lowkiq.Worker`` and ``lowkiq.Schedule`` are built on these declarations. Each attribute declared here is checked here, by the
 one function that both a worker's class definition and the registry's reader call.
 """
 
