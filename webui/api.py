@@ -373,7 +373,8 @@ def api_busy_stop(worker: str) -> Response:
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
 # that counted another action conflicts with the request (its "reason" says which).
 REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}
-MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "dry_run", "confirm")
+MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "match_case", "dry_run",
+                   "confirm")
 
 
 @bp.post("/api/v1/workers/<worker>/enqueued/matching")
@@ -410,7 +411,7 @@ def _api_matching(worker: str, area: str) -> Response:
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
     orders, default, _ = AREA_ORDERS[area]
     fields: dict[str, Any] = {name: _form_value(name, body.get(name)) for name in ("order_by", "min", "max")}
-    fields.update({name: body[name] for name in listing.CONTENT_FIELDS if name in body})
+    fields.update({name: body[name] for name in (*listing.CONTENT_FIELDS, "match_case") if name in body})
     args = listing.parse(fields, orders, default_order=default, default_limit=1, blank_is_absent=False)
     bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
     if token is None:

@@ -159,6 +159,8 @@ def _content_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--error", metavar="TEXT", help="only jobs whose error text contains TEXT (plain text)")
     p.add_argument("--payload", metavar="TEXT", help="only jobs with a payload whose stored (serialized) text "
                    "contains TEXT; content filters search a bounded number of jobs per page (see --scan)")
+    p.add_argument("--match-case", action="store_true", help="compare the content filters' letters as given; "
+                   "by default case is ignored (--error timeout finds 'Timeout after 30 s')")
 
 
 def _content(args: argparse.Namespace) -> Any:
@@ -166,10 +168,18 @@ def _content(args: argparse.Namespace) -> Any:
     from ..console import listing
 
     given = {name: getattr(args, name) for name in listing.CONTENT_FIELDS if getattr(args, name) is not None}
+    if args.match_case:
+        given["match_case"] = "1"
     try:
         return listing.content_filter(given, blank_is_absent=False)
     except listing.BadInput as exc:
         raise OpsError(f"--{str(exc).replace('_', '-')}") from None
+
+
+def _content_json(content: Any) -> dict[str, Any]:
+    """A content filter as the JSON output says it: the fields given, and match_case (false: case ignored)."""
+    given = {name: value for name, value in zip(("error_class", "error", "payload"), content.args()) if value}
+    return {**given, "match_case": content.match_case}
 
 
 def _bounds_arguments(p: argparse.ArgumentParser) -> None:
@@ -444,8 +454,7 @@ def _searched(c: Console, view: Any, kind: str, shown: Any, content: Any, scan: 
     jobs = [_job(j, kind, view.name) for j in rows]
     following = found.next.encode() if found.next else None
     data = {"worker": view.name, "kind": kind, "jobs": jobs, **_filter_json(shown),
-            "content": {name: value for name, value in zip(("error_class", "error", "payload"), content.args())
-                        if value},
+            "content": _content_json(content),
             "scan": {"examined": found.examined, "total": found.total, "continue": following}}
     scope = f", {content.describe()}" + (f", {_scope_text(shown)}" if shown.min or shown.max else "")
 
@@ -631,8 +640,7 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
     described = [part for part in (_scope_text(shown) if shown else "", content.describe()) if part]
     scope = f"the dead jobs with {', '.join(described)}" if described else "every dead job"
     filtered = {**(_filter_json(shown) if shown else {}),
-                **({"content": {name: value for name, value in zip(("error_class", "error", "payload"),
-                                                                    content.args()) if value}} if content else {})}
+                **({"content": _content_json(content)} if content else {})}
     token = args.confirm
     if token is None:
         pending = c.count_matching(view, "morgue", verb, order_by, **bounds)
@@ -684,6 +692,8 @@ def _command_line(args: argparse.Namespace, *, confirm: str) -> str:
     for option in ("error_class", "error", "payload"):
         if getattr(args, option) is not None:
             words += [f"--{option.replace('_', '-')}", getattr(args, option)]
+    if args.match_case:
+        words.append("--match-case")
     if args.all:
         words.append("--all")
     for option in ("redis_url", "app"):

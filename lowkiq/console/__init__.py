@@ -343,7 +343,8 @@ def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max:
     content = content or Content()
     return {"worker": view.name, "area": area, "action": verb, "order_by": order_by,
             "min": "" if min is None else str(min), "max": "" if max is None else str(max),
-            "error_class": content.error_class, "error": content.error, "payload": content.payload}
+            "error_class": content.error_class, "error": content.error, "payload": content.payload,
+            "match_case": content.case_arg()}
 
 
 def _bounds(order_by: str, min: Any, max: Any) -> Bounds:

@@ -53,7 +53,7 @@ class Filter:
     def args(self) -> tuple[str, ...]:
         bounds = (self.index, self._bound(self.lo, "min"), self._bound(self.hi, "max"))
         if self.content:
-            return ("match_content", *bounds, self.area, *self.content.args())
+            return ("match_content", *bounds, self.area, *self.content.args(), self.content.case_arg())
         return ("match", *bounds)
 
     def _bound(self, value: Any, name: str) -> str:
