@@ -160,6 +160,8 @@ def test_a_case_blind_count_binds_its_action_and_match_case_is_part_of_the_token
     strict = client.post(API + "/morgue/matching", json={"action": "delete", "error": "TIMEOUT", "match_case": True,
                                                         "dry_run": True})
     assert strict.json["count"] == 1 and strict.json["sample"] == ["late"]
+    refused = client.post(API + "/morgue/matching", json={**body, "match_case": "yes", "dry_run": True})
+    assert refused.status_code == 400 and '"match_case" must be true or false' in refused.json["error"]
 
 
 def test_the_dead_tab_says_it_ignores_case_and_keeps_match_case_through_its_actions(client, runtime):

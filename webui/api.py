@@ -409,6 +409,8 @@ def _api_matching(worker: str, area: str) -> Response:
         raise BadInput('send either "dry_run": true (to count) or "confirm": "<token>" (to act), not both or neither')
     if token is not None and not isinstance(token, str):
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
+    if not isinstance(body.get("match_case", False), bool):
+        raise BadInput(f'"match_case" must be true or false, got {body["match_case"]!r:.100}')
     orders, default, _ = AREA_ORDERS[area]
     fields: dict[str, Any] = {name: _form_value(name, body.get(name)) for name in ("order_by", "min", "max")}
     fields.update({name: body[name] for name in (*listing.CONTENT_FIELDS, "match_case") if name in body})

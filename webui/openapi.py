@@ -147,6 +147,10 @@ CONTENT_FILTER: Json = {
     "payload": {**NEEDLE, "description": "Only jobs with a payload whose stored (serialized, JSON by default) bytes "
                                          "contain this, as plain text."},
 }
+# Whether the content filters compare letters as given (a matching action's body); by default they ignore case.
+MATCH_CASE: Json = {"match_case": {"type": "boolean", "default": False,
+                                   "description": "Compare the content filters' letters as given; false or absent "
+                                                  "ignores case (ASCII letters: 'timeout' finds 'TimeoutError')."}}
 SECONDS = {"type": "number", "minimum": 0}
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
@@ -580,14 +584,16 @@ SCHEMAS: Json = {
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
-        _object({**MATCHING_FILTER, **CONTENT_FILTER,
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE,
                  "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
-                "Count the jobs the filter matches now.", optional=("order_by", "min", "max", *CONTENT_FILTER)),
-        _object({**MATCHING_FILTER, **CONTENT_FILTER, "confirm": {
+                "Count the jobs the filter matches now.",
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE)),
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE, "confirm": {
                     **TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
                     "description": "The token a dry run of the same action and filter answered: act on the jobs it "
                                    "counted."}},
-                "Act on the jobs a dry run counted.", optional=("order_by", "min", "max", *CONTENT_FILTER)),
+                "Act on the jobs a dry run counted.",
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE)),
     ]},
     "MatchingAnswer": {"oneOf": [
         _object({
@@ -821,6 +827,11 @@ def listing_parameters(area: str) -> list[Json]:
         {"name": "scan", "in": "query", "required": False, "schema": TEXT,
          "description": "Where a content search goes on: the `scan.continue` of its previous page. Only with "
                         "error_class, error or payload."},
+        {"name": "match_case", "in": "query", "required": False,
+         "schema": {"type": "string", "pattern": _any_case(TRUE_WORDS + FALSE_WORDS), "default": "0"},
+         "description": f"Whether error_class, error and payload compare letters as given: one of "
+                        f"{', '.join(TRUE_WORDS)} or {', '.join(FALSE_WORDS)}, in any case. When absent, 0: case is "
+                        "ignored (ASCII letters: 'timeout' finds 'TimeoutError: Timeout after 30 s')."},
     ]
 
 
