@@ -311,9 +311,11 @@ class Console:
         return list(zip(views, measured))
 
     def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any], list[Member]]:
-        """Every shard's numbers, Redis INFO and the live servers, in one round trip."""
+        """Every shard's numbers, Redis INFO and the live servers, in one round trip; each worker's biggest
+        groups too, for the "needs attention" band (one more round trip when a shard holds groups)."""
         views = self.workers()
-        measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock())
+        measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock(),
+                                                                 groups=True)
         return list(zip(views, measured)), _redis_summary(info or {}), members
 
     def metrics_and_members(self, now: float, *,
