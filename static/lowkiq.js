@@ -408,3 +408,14 @@
   document.addEventListener("DOMContentLoaded", function () { apply(); });
   document.addEventListener("htmx:afterSwap", function () { apply(); });
 })();
+
+// On a phone the filter form folds unless a filter is set, so that the list is the first thing on the screen.
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!window.matchMedia || !window.matchMedia("(max-width: 600px)").matches) return;
+    document.querySelectorAll("details[data-narrow-fold]:not([data-active])").forEach(function (details) {
+      details.open = false;
+    });
+  });
+})();

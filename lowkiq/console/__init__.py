@@ -40,6 +40,7 @@ from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import Bounds, Content, Continuation, Search
 from ..transport import Transport
 from .operations import MATCHING
+from .schedules import ScheduleConsole, from_app
 
 
 class AreaOrder(NamedTuple):
@@ -134,6 +135,7 @@ class Console:
         self.redis_label = redis_label  # which Redis, for people: never a password
         # Every read of many workers stops at a budget of shards: a page costs a bounded number of commands.
         self._reader = MetricsReader(client, shard_budget=CONSOLE_SHARD_BUDGET)
+        self._schedule_board: ScheduleConsole | None = None
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, redis_timeout: float, redis_url: str | None = None) -> Console:
@@ -162,6 +164,13 @@ class Console:
     def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> Console:
         client = Transport(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
         return cls(client, cached_registry(client), redis_label=redis_label or connection.describe(url))
+
+    def schedule_board(self) -> ScheduleConsole:
+        """The schedules the dashboard watches: the app's, else the registry's, read again at most every
+        REGISTRY_TTL seconds (the dashboard polls)."""
+        if self._schedule_board is None:
+            self._schedule_board = from_app(self.client, registry_ttl=REGISTRY_TTL)
+        return self._schedule_board
 
     # ---- workers --------------------------------------------------------
 

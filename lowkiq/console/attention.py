@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..store import history, ownership
 from ..store.group_metrics import OTHER
-from .schedules import ScheduleConsole, from_app
+from .schedules import ScheduleConsole
 from .stalls import STALL_AFTER, LongPerform, Stall, long_performs, stalls
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def read(c: Console, rows: Rows, members: Sequence[Member], now: float,
         over_limit=over_time_limit(c, measured, members),
         held=[Held(view.name, m.morgue_length) for view, m in measured
               if view.info.holds_dead_ids and m.morgue_length],
-        schedules=schedule_troubles(board or from_app(c.client)),
+        schedules=schedule_troubles(board or c.schedule_board(), now),
         slow_groups=slow_groups(measured),
         growing_morgues=growing_morgues(c, measured, now),
     )
@@ -149,14 +149,11 @@ def over_time_limit(c: Console, rows: Rows, members: Sequence[Member]) -> list[O
     return sorted(out, key=lambda o: -o.perform.running_for)
 
 
-def schedule_troubles(board: ScheduleConsole) -> list[ScheduleTrouble]:
-    """Active schedules whose tick after the last one dealt with is over TICK_GRACE late, and schedules whose
-    last run is retrying or dead (paused ones too: their last run failed all the same)."""
-    rows = board.rows()
-    if not rows:
-        return []
-    now = board.now()
+def schedule_troubles(board: ScheduleConsole, now: float) -> list[ScheduleTrouble]:
+    """Active schedules whose tick after the last one dealt with is over TICK_GRACE late at ``now``, and
+    schedules whose last run is retrying or dead (paused ones too: their last run failed all the same)."""
     out = []
+    rows = board.rows(now)
     for row in rows:
         state = row.state
         missed = None
