@@ -53,7 +53,8 @@ def schedules_page() -> Response:
 def _page_action(name: str, verb: str) -> BaseResponse:
     message, _ = _act(name, verb, "console")
     # After "Run now" the page names the run, with a link to its job and history.
-    return flash_back(url_for(".schedules_page", **({"ran": name} if verb == "run" else {})), message)
+    back = url_for(".schedules_page", ran=name) if verb == "run" else url_for(".schedules_page")
+    return flash_back(back, message)
 
 
 @bp.post("/schedules/<name>/pause")
