@@ -324,6 +324,10 @@ SCHEMAS: Json = {
                       "description": "The other ids of the same step (the first 20)."},
             "batch_size": {"type": "integer", "minimum": 1, "description": "How many ids the step had."},
             "reason": {**_nullable(TEXT), "description": "Why, when it says (a takeover, a PartialFailure)."},
+            "raised": {"type": "array", "items": TEXT, "maxItems": 20,
+                       "description": "A step ended by a PartialFailure: the ids that raised their own error, this "
+                                      "one included when it did (the first 20); empty when the whole batch failed "
+                                      "together or nothing failed."},
         },
         "One thing that happened to the id.",
     ),
