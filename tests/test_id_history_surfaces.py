@@ -157,10 +157,9 @@ def test_the_job_page_links_batch_mates_and_names_the_id_a_partial_failure_raise
 
 
 def run_cli_history(runtime, job_id: str) -> str:
-    from lowkiq.cli.id_history import text
     from lowkiq.cli.human import Style
-    from lowkiq.console import histories
-    from lowkiq.console import Console
+    from lowkiq.cli.id_history import text
+    from lowkiq.console import Console, histories
 
     c = Console.from_url(runtime.redis_url, redis_timeout=5)
     shown = histories.search(c, job_id)
