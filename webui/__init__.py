@@ -17,6 +17,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     audit_view,
     export,
     health,
+    hot_view,
     pause_view,
     prometheus,
     schedules_view,

@@ -253,6 +253,41 @@ SCHEMAS: Json = {
          "time_limit": {"type": ["number", "null"], "exclusiveMinimum": 0,
                         "description": "The worker's time_limit in seconds, as its registry entry says; null: none."}},
         "The jobs in processing now."),
+    "HotId": _object(
+        {"id": TEXT,
+         "shard": COUNT,
+         "versions": {**COUNT, "description": "Versions its pushes brought over what was read."},
+         "retries": {**COUNT, "description": "Its failed tries over what was read."},
+         "perform_seconds": {"type": "number", "minimum": 0,
+                             "description": "Seconds from each take of its batch to the batch's acknowledgement or "
+                                            "failure, summed (a batch's whole time counts for each of its ids)."}},
+        "An id and its counts."),
+    "HotIds": _object(
+        {"worker": TEXT,
+         "since": {**UNIX_TIME, "description": "The window's start: an hour before the read."},
+         "by_versions": {"type": "array", "items": _schema("HotId"), "maxItems": 10,
+                         "description": "The ids with the most versions enqueued, most first."},
+         "by_retries": {"type": "array", "items": _schema("HotId"), "maxItems": 10,
+                        "description": "The ids with the most retries, most first."},
+         "by_perform_time": {"type": "array", "items": _schema("HotId"), "maxItems": 10,
+                             "description": "The ids with the most perform time, most first."},
+         "shards": {"type": "array", "description": "Each shard, by index.", "items": _object(
+             {"shard": COUNT,
+              "queued": {**COUNT, "description": "Ids queued in it."},
+              "lag": {"type": "number", "minimum": 0, "description": "Seconds its oldest due id has waited."},
+              "oldest_id": {**_nullable(TEXT), "description": "The id with its lowest perform_in; null: none queued."},
+              "oldest_perform_in": {"type": ["number", "null"], "description": "That id's perform_in."},
+              "examined": {**COUNT, "description": "History entries of the shard read."},
+              "reaches_back_to": {"type": ["number", "null"], "description": "The oldest entry read."},
+              "whole_window": {"type": "boolean", "description": "Whether the hour (or all the shard's history "
+                                                                 "keeps) was read; false: its budget ended the walk."}},
+             "One shard's lag and what was read of its history.")},
+         "examined": {**COUNT, "description": "History entries read, all shards."},
+         "ids_seen": {**COUNT, "description": "Distinct ids counted."},
+         "whole_window": {"type": "boolean", "description": "Whether every shard was read over the whole hour."},
+         "budget": _object({"entries": COUNT, "per_shard": COUNT},
+                           "History entries one request reads at most, in all and per shard.")},
+        "A worker's hot ids over the last hour."),
     "JobLookup": _object(
         {
             "id": TEXT,
@@ -1011,6 +1046,12 @@ def paths() -> Json:
                                  parameters=listing_parameters("morgue")),
         f"{worker}/busy": _get("api_busy", "The jobs in processing", "BusyJobs", "The jobs.", 404,
                                parameters=[ref("parameters", "worker")]),
+        f"{worker}/hot": _get("api_hot", "The ids with the most versions, retries and perform time over the last "
+                              "hour, and each shard's lag", "HotIds", "The hot ids.", 404,
+                              parameters=[ref("parameters", "worker")],
+                              description="Counted from each shard's history stream, walked back an hour at most, "
+                                          "within a budget of entries per request that the answer states "
+                                          "(`budget`, `whole_window`); each shard's oldest due id by perform_in."),
         f"{worker}/job": _get("api_job_by_query", "Where a job is, by an id in the query", "JobLookup",
                               "Where the job is.", 400, 404,
                               parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInQuery")],

@@ -41,7 +41,8 @@ COMMANDS = {
     "stats": "every worker's numbers and the live servers",
     "servers": "live server processes and the shards each holds",
     "jobs": "find a job by id (jobs find ID), its history (jobs history ID), list a worker's queued, busy or "
-            "dead jobs (jobs list WORKER), or stop a process-isolated perform (jobs stop WORKER ID)",
+            "dead jobs (jobs list WORKER), its hot ids (jobs hot WORKER), or stop a process-isolated perform "
+            "(jobs stop WORKER ID)",
     "morgue": "requeue or delete dead jobs: by id, by filter or all, with a dry run first",
     "pause": "stop servers taking a worker's jobs (enqueueing goes on)",
     "resume": "let servers take a paused worker's jobs again",

@@ -104,6 +104,10 @@ def parser() -> argparse.ArgumentParser:
     stop.add_argument("worker")
     stop.add_argument("id")
     stop.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    hot = jobs_sub.add_parser("hot", parents=[common],
+                              help="a worker's hot ids over the last hour: the most versions enqueued, retries and "
+                                   "perform time, and each shard's lag with its oldest due id")
+    hot.add_argument("worker")
     listing = jobs_sub.add_parser("list", parents=[common], help="a worker's queued, busy or dead jobs")
     listing.add_argument("worker")
     which = listing.add_mutually_exclusive_group(required=True)
@@ -245,6 +249,8 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
             return id_history(c, args.id, args.worker, _limit(args.limit))
         if args.command == "jobs" and args.jobs_command == "stop":
             return stop_perform(c, args)
+        if args.command == "jobs" and args.jobs_command == "hot":
+            return hot_ids(c, args.worker)
         if args.command == "jobs":
             return list_jobs(c, args)
         if args.command in ("pause", "resume"):
@@ -372,6 +378,41 @@ def id_history(c: Console, job_id: str, worker: str, limit: int) -> Shown:
                      f"no event of id {job_id!r} in {where} (a history reaches back history_length entries per "
                      f"shard)")
     return Shown(data, lambda style: id_history_text.text(found, style))
+
+
+def hot_ids(c: Console, worker: str) -> Shown:
+    """The worker's hottest ids over the last hour, by each measure, and each shard's lag (lowkiq.console.hot)."""
+    from ..console import hot
+
+    view = c.worker(worker)
+    data = hot.as_json(view, hot.hot_ids(c, view))
+
+    def text(style: Style) -> str:
+        lines = [f"{view.name} · since {style.when(data['since'])} · {human.count(data['examined'])} history "
+                 f"entries read ({human.count(data['budget']['per_shard'])} per shard at most), "
+                 f"{human.plural(data['ids_seen'], 'id')} seen"]
+        if not data["whole_window"]:
+            short = sum(not s["whole_window"] for s in data["shards"])
+            lines.append(f"{human.INDENT}{short} shards reached their budget: counted over less than the hour")
+        for key, title in (("by_versions", "most versions"), ("by_retries", "most retries"),
+                           ("by_perform_time", "most perform time")):
+            lines.append(f"{title}:")
+            rows = data[key]
+            if not rows:
+                lines.append(f"{human.INDENT}none")
+                continue
+            lines.append(human.table(["id", "shard", "versions", "retries", "perform time"],
+                                     [[r["id"], r["shard"], human.count(r["versions"]), human.count(r["retries"]),
+                                       human.duration(r["perform_seconds"])] for r in rows],
+                                     right=("shard", "versions", "retries", "perform time")))
+        lines.append("shards:")
+        lines.append(human.table(["shard", "queued", "lag", "oldest due id"],
+                                 [[s["shard"], human.count(s["queued"]), human.duration(s["lag"]),
+                                   "-" if s["oldest_id"] is None else s["oldest_id"]] for s in data["shards"]],
+                                 right=("shard", "queued", "lag"), last_unclipped=True))
+        return "\n".join(lines)
+
+    return Shown(data, text)
 
 
 def _job_text(job: dict[str, Any], style: Style) -> str:
