@@ -38,7 +38,8 @@ def seed(runtime, r) -> None:
 
 def seeds(prefix: str) -> list[str]:
     p = prefix.rstrip("/")
-    return [f"{p}/", f"{p}/schedules", f"{p}/workers/OrdersWorker", f"{p}/workers/OrdersWorker/jobs/{quote(XSS, safe='')}", f"{p}/workers/OrdersWorker/hot", f"{p}/workers/MailerWorker/hot",
+    return [f"{p}/", f"{p}/schedules", f"{p}/workers/OrdersWorker", f"{p}/workers/OrdersWorker/jobs/{quote(XSS, safe='')}",
+            f"{p}/workers/OrdersWorker/hot", f"{p}/workers/MailerWorker/hot",
             f"{p}/search?id={quote(XSS)}", f"{p}/workers/OrdersWorker/morgue?error=script",
             f"{p}/workers/OrdersWorker/job?id={quote(XSS)}", f"{p}/workers/OrdersWorker/job?id={quote('q-' + XSS)}",
             f"{p}/workers/MailerWorker/busy", f"{p}/workers/MailerWorker/job?id={quote('busy-' + XSS)}"]
