@@ -1,0 +1,47 @@
+"""In headless Chromium: the dashboard shows no "needs attention" band while calm and names a group that waits
+far longer than the others, with a link to its worker's groups; the Hot ids tab names the id that got 1,000
+versions among 10,000 ids of 1 to 3 versions."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from browser_support import SlowWorker
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_the_band_is_absent_while_calm_and_names_a_hogging_group(page, console, seeded):
+    page.goto(console + "/")
+    page.wait_for_selector("#workers")
+    assert page.locator("#attention").count() == 0
+    now = time.time()
+    SlowWorker.perform_async([{"id": f"tenant-a-{i}", "payload": i, "group": "tenant <a>", "perform_in": now - 900}
+                              for i in range(20)])
+    SlowWorker.perform_async([{"id": f"tenant-{g}", "payload": 1, "group": f"tenant {g}", "perform_in": now - 1}
+                              for g in "bcd"])
+    page.reload()
+    page.wait_for_selector("#attention")
+    item = page.locator('[data-attention="group"]')
+    assert "group tenant <a> of SlowWorker waits 15 min" in item.inner_text()
+    item.locator("a").first.click()
+    page.wait_for_selector("#groups")
+    assert "tenant <a>" in page.inner_text("#groups")
+    assert page.evaluate("location.pathname").endswith("/workers/SlowWorker/enqueued")
+
+
+def test_the_hot_ids_tab_names_the_id_with_1000_versions(page, console, seeded):
+    rng = random.Random(3)
+    jobs = [{"id": f"ord-{i:05}", "payload": v} for i in range(10_000) for v in range(rng.randint(1, 3))]
+    for start in range(0, len(jobs), 2_000):
+        SlowWorker.perform_async(jobs[start:start + 2_000])
+    for n in range(100):
+        SlowWorker.perform_async([{"id": "ord-hot", "payload": 10 * n + k} for k in range(10)])
+    page.goto(console + "/workers/SlowWorker/enqueued")
+    page.click("#tabs >> text=Hot ids")
+    page.wait_for_selector("#hot-versions")
+    first = page.locator("#hot-versions tbody tr").first
+    assert first.locator("td").first.inner_text() == "ord-hot" and "1,000" in first.inner_text()
+    assert "entries of the history read" in page.inner_text("#hot-read")
