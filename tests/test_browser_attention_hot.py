@@ -10,6 +10,10 @@ import time
 import pytest
 from browser_support import SlowWorker
 
+import lowkiq
+from lowkiq.serializers import dump_json
+from lowkiq.store import lua, schedules
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
@@ -45,3 +49,16 @@ def test_the_hot_ids_tab_names_the_id_with_1000_versions(page, console, seeded):
     first = page.locator("#hot-versions tbody tr").first
     assert first.locator("td").first.inner_text() == "ord-hot" and "1,000" in first.inner_text()
     assert "entries of the history read" in page.inner_text("#hot-read")
+
+
+def test_a_schedule_that_missed_its_tick_is_named_and_links_to_the_schedules(page, console, seeded):
+    nightly = lowkiq.Schedule("every-minute", SlowWorker, every=60)
+    schedules.register(seeded.client, [nightly])
+    lua.run(seeded.client, *schedules.tick_call(nightly, [nightly.next_after(time.time() - 900)], 0.0, dump_json))
+    page.goto(console + "/")
+    page.wait_for_selector("#attention")
+    item = page.locator('[data-attention="schedule"]')
+    assert "every-minute missed its tick due" in item.inner_text()
+    item.locator("a").first.click()
+    page.wait_for_selector('tr[data-schedule="every-minute"]')
+    assert page.locator('tr[data-runs="every-minute"] [data-run-outcome]').count() == 1
