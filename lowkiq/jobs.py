@@ -10,9 +10,14 @@ from typing import Any, NamedTuple
 
 from .serializers import DumpPayload, to_bytes
 
-ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in", "group"})
+# Dependencies one job may name in ``after`` (docs/dependencies.md): each costs a script call at enqueue.
+MAX_AFTER = 16
+ALLOWED_KEYS = frozenset({"id", "payload", "score", "perform_in", "group", "after", "tags"})
 # A group names a tenant in Redis (the fairness indexes); the console shows it in pages and metric labels.
 MAX_GROUP_LENGTH = 200
+# Tags (docs/tags.md): each one costs an index entry per id, so a job carries a few short ones.
+MAX_TAGS = 16
+MAX_TAG_LENGTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,8 @@ class PreparedJob(NamedTuple):
     payload: bytes
     score: float | None
     group: str | None = None  # docs/fairness.md; None: the default group
+    after: tuple[tuple[str, str], ...] = ()  # (worker name, id) of each dependency; docs/dependencies.md
+    tags: tuple[str, ...] = ()  # docs/tags.md; distinct, in the order given
 
 
 # C0 controls and DEL: an id holding one cannot round-trip through an HTML form (NUL becomes
@@ -155,6 +162,71 @@ def normalize_group(value: Any, index: int) -> str | None:
     return value
 
 
+def normalize_after(value: Any, index: int) -> tuple[tuple[str, str], ...]:
+    """A job's ``after``: a list of ``{"worker": name, "id": id}``, at most 16, returned as (worker, id) pairs.
+
+    Only the shape is checked here; that each worker is configured and no entry names the job itself is
+    checked where the job's worker is known (lowkiq.dependencies).
+    """
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"job {index}: after must be a list of {{'worker': name, 'id': id}}, "
+                        f"got {type(value).__name__} {value!r}")
+    if len(value) > MAX_AFTER:
+        raise ValueError(f"job {index}: after names {len(value)} dependencies; at most {MAX_AFTER}")
+    pairs: list[tuple[str, str]] = []
+    for k, entry in enumerate(value):
+        where = f"after[{k}]"
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"job {index}: {where} must be a dict {{'worker': name, 'id': id}}, "
+                            f"got {type(entry).__name__} {entry!r}")
+        if set(entry) != {"worker", "id"}:
+            raise ValueError(f"job {index}: {where} must have exactly the keys 'worker' and 'id', "
+                             f"got {sorted(map(str, entry))}")
+        worker = entry["worker"]
+        if not isinstance(worker, str) or not worker:
+            raise TypeError(f"job {index}: {where}: worker must be a worker's name (a non-empty str), got {worker!r}")
+        try:
+            dependency = normalize_id(entry["id"], index)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"job {index}: {where}: {str(exc).removeprefix(f'job {index}: ')}") from None
+        pair = (worker, dependency)
+        if pair not in pairs:
+            pairs.append(pair)
+    return tuple(pairs)
+
+
+def tag_problem(tag: Any) -> tuple[type[Exception], str] | None:
+    """Why ``tag`` cannot be a tag (the error's type and what to say), or None when it can."""
+    if not isinstance(tag, str):
+        return TypeError, f"must hold only str, got {type(tag).__name__} {tag!r:.100}"
+    if not tag:
+        return ValueError, "must not hold an empty tag"
+    if len(tag) > MAX_TAG_LENGTH:
+        return ValueError, f"{tag[:40]!r}... is {len(tag)} characters long; at most {MAX_TAG_LENGTH}"
+    if not tag.isprintable():
+        return ValueError, f"{tag!r} must be printable text (no control characters)"
+    try:
+        tag.encode()
+    except UnicodeEncodeError as exc:
+        return ValueError, f"{tag!r} is not valid UTF-8 text: {exc.reason}"
+    return None
+
+
+def normalize_tags(value: Any, index: int) -> tuple[str, ...]:
+    """A job's ``tags``: a list (or tuple) of at most 16 non-empty printable strings of at most 64
+    characters each, duplicates dropped; TypeError or ValueError naming ``tags`` otherwise."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"job {index}: tags must be a list of str, got {type(value).__name__} {value!r:.100}")
+    if len(value) > MAX_TAGS:
+        raise ValueError(f"job {index}: tags holds {len(value)} tags; at most {MAX_TAGS}")
+    for tag in value:
+        problem = tag_problem(tag)
+        if problem:
+            kind, text = problem
+            raise kind(f"job {index}: tags {text}")
+    return tuple(dict.fromkeys(value))
+
+
 def job_list(jobs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """``perform_async``'s argument as a list; one job alone (a dict) or a string is refused, not iterated."""
     if isinstance(jobs, (Mapping, str, bytes)):
@@ -179,7 +251,7 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payloa
         if not ALLOWED_KEYS.issuperset(job):
             unknown = set(job) - ALLOWED_KEYS
             raise ValueError(f"job {index}: unknown keys {sorted(map(str, unknown))}; "
-                             f"allowed: id, payload, score, perform_in, group")
+                             f"allowed: id, payload, score, perform_in, group, after, tags")
         if "id" not in job:
             raise ValueError(f"job {index}: missing 'id'")
         raw_id = job["id"]
@@ -213,5 +285,7 @@ def prepare(jobs: Iterable[Mapping[str, Any]], *, now: float | None, dump_payloa
             except UnicodeEncodeError as exc:
                 raise ValueError(f"job {index}: id {job_id!r} is not valid UTF-8 text: {exc.reason}") from None
         group = normalize_group(job["group"], index) if "group" in job else None
-        prepared.append(PreparedJob(job_id, perform_in, payload, score, group))
+        after = normalize_after(job["after"], index) if "after" in job else ()
+        tags = normalize_tags(job["tags"], index) if "tags" in job else ()
+        prepared.append(PreparedJob(job_id, perform_in, payload, score, group, after, tags))
     return prepared

@@ -19,10 +19,10 @@ from .config import Settings, build_settings
 # Raised here; defined with every error users may catch, and importable from here too.
 from .errors import NotConfigured as NotConfigured
 from .events import Bus
-from .jobs import job_list, prepare
+from .jobs import PreparedJob, job_list, prepare
 from .middleware import run_chain
 from .redis_clock import RedisClock
-from .store import layout, registry
+from .store import dependencies, layout, registry
 from .store.actions import Actions
 from .store.id_history import IdHistories
 from .store.queries import Queries
@@ -87,16 +87,25 @@ class Runtime:
             prepared = prepare(jobs, now=now, dump_payload=self.settings.dump_payload)
             if not prepared:
                 return 0
+            plain, dependent = dependencies.checked(worker, prepared, self.settings.workers)
             self._register_once(worker)
             if not self.events.active:
-                return self.queue(worker).push(prepared)
+                return self._push(worker, plain, dependent)
             started = time.perf_counter()
-            count = self.queue(worker).push(prepared)
+            count = self._push(worker, plain, dependent)
             self.events.emit("enqueued", worker=worker.__name__, jobs=count, seconds=time.perf_counter() - started)
             return count
 
         written: int = run_chain(self.settings.client_middlewares, worker, jobs, write)
         return written
+
+    def _push(self, worker: type[Worker], plain: Sequence[PreparedJob], dependent: Sequence[PreparedJob]) -> int:
+        """Jobs without ``after`` first: a job of the same call may wait for them (docs/dependencies.md)."""
+        count = self.queue(worker).push(plain) if plain else 0
+        if dependent:
+            count += dependencies.enqueue(self.client, worker, dependent, self.settings.workers,
+                                          history=str(worker.history_length))
+        return count
 
     def due_clock(self) -> Callable[[], float]:
         """The clock that decides when due work starts: Redis's (see lowkiq.redis_clock), or a hand-moved

@@ -22,19 +22,21 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter  # type: ignore[import-untyped]  # croniter ships no type hints
 
 from .errors import ConfigurationError
+
+# Declared below the worker and the store, which read them; importable from here too.
+from .spec import CATCH_UP as CATCH_UP
+from .spec import Rule as Rule
 from .store.keys import validate_queue_name
 
 if TYPE_CHECKING:
     from .worker import Worker
 
-CATCH_UP = ("last", "all", "none")
 # Missed ticks a schedule with catch_up="all" enqueues at most after a downtime.
 CATCH_UP_LIMIT = 100
 
@@ -121,48 +123,6 @@ class Schedule:
                                                                                                 default=str))}
 
 
-@dataclass(frozen=True)
-class Rule:
-    """When a schedule ticks: ``every`` seconds since the epoch, or ``cron`` in ``timezone``. Checked by
-    ``Schedule``; the console builds one from the registry without the app's code."""
-
-    cron: str | None
-    every: int | None
-    timezone: str = "UTC"
-
-    def next_after(self, moment: float) -> float:
-        """The first tick strictly after ``moment`` (unix seconds)."""
-        if self.every is not None:
-            return float((math.floor(moment) // self.every + 1) * self.every)
-        start = datetime.fromtimestamp(math.floor(moment), ZoneInfo(self.timezone))
-        return float(croniter(self.cron, start).get_next(float))
-
-    def ticks_between(self, after: float, until: float, limit: int) -> list[float]:
-        """The latest ``limit`` ticks in (``after``, ``until``], oldest first: bounded work whatever the span."""
-        out: list[float] = []
-        if self.every is not None:
-            step = math.floor(until) // self.every * self.every
-            while step > after and len(out) < limit:
-                out.append(float(step))
-                step -= self.every
-        else:
-            # croniter's get_prev is strictly before its start: start one second after ``until``.
-            it = croniter(self.cron, datetime.fromtimestamp(math.floor(until) + 1, ZoneInfo(self.timezone)))
-            while len(out) < limit:
-                tick = float(it.get_prev(float))
-                if tick <= after:
-                    break
-                out.append(tick)
-        out.reverse()
-        return out
-
-    def words(self) -> str:
-        """The rule in words, for the console: "every 30 s", "cron 0 3 * * * (Europe/Moscow)"."""
-        if self.every is not None:
-            return f"every {_duration(self.every)}"
-        return f"cron {self.cron} ({self.timezone})"
-
-
 def check_fires(schedule: Schedule) -> None:
     """Refuse a cron rule that names no moment at all (``0 0 30 2 *``, 30 February): croniter accepts its
     syntax, and a server would look for its next tick in vain on every beat."""
@@ -176,13 +136,6 @@ def check_fires(schedule: Schedule) -> None:
         raise ConfigurationError(
             f"schedule {schedule.name!r}: the cron rule {schedule.cron!r} never fires (no date matches it, e.g. "
             f"30 February or 31 April): fix its day-of-month and month") from exc
-
-
-def _duration(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
 
 
 def validate_all(schedules: tuple[Any, ...], workers: tuple[type[Worker], ...]) -> None:

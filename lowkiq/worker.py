@@ -7,21 +7,21 @@ import inspect
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import fairness
 from .errors import ConfigurationError
 from .jobs import MorgueJob
-from .store.keys import QueueKeys, validate_queue_name
-from .store.registry import ISOLATIONS as ISOLATIONS
-from .store.registry import MORGUE_POLICIES as MORGUE_POLICIES
-from .store.registry import check_shards_count
+from .spec import ISOLATIONS as ISOLATIONS
+from .spec import MORGUE_POLICIES as MORGUE_POLICIES
+from .spec import Shard as Shard
+from .spec import WorkerSpec
+from .store.keys import QueueKeys
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
 
 
-class Worker:
+class Worker(WorkerSpec):
     """Processing logic for one queue.
 
     Example::
@@ -37,24 +37,20 @@ class Worker:
         OrdersWorker.perform_async([{"id": 42, "payload": {"status": "paid"}}])
     """
 
-    shards_count: ClassVar[int] = 5
-    batch_size: ClassVar[int] = 1
-    max_retry_count: ClassVar[int] = 25
-    queue_name: ClassVar[str] = "Worker"
+    # shards_count (5), batch_size (1), max_retry_count (25), queue_name (the class's name), time_limit
+    # (None), isolation ("thread") and morgue_policy ("oldest_payload") are declared and checked in
+    # lowkiq.spec.WorkerSpec: the registry records them, and checks them again when it reads them.
     # None (the default): an id keeps every payload, as nothing enqueued is ever dropped unasked. A cap is
     # opt-in: past it, "drop_oldest" keeps the newest ones (counted, shown and logged as dropped), "reject"
     # makes perform_async raise and write nothing of that slice.
     max_payloads_per_id: ClassVar[int | None] = None
     payload_overflow: ClassVar[str] = "drop_oldest"
-    # Keeping ordered work flowing (docs/keeping-work-flowing.md): a perform's time limit in seconds
-    # (None: none), where performs run ("process": supervised child processes, killed time_limit_grace
-    # seconds past the limit), when a child is recycled, and what goes to the morgue at retries exhausted.
-    time_limit: ClassVar[float | None] = None
-    isolation: ClassVar[str] = "thread"
+    # Keeping ordered work flowing (docs/keeping-work-flowing.md): under process isolation, a perform is
+    # killed time_limit_grace seconds past its time_limit, and a child is recycled after so many batches or
+    # so much memory.
     time_limit_grace: ClassVar[float] = 5.0
     max_batches_per_child: ClassVar[int | None] = None
     max_memory_per_child: ClassVar[int | None] = None  # MiB of the child's peak resident memory
-    morgue_policy: ClassVar[str] = "oldest_payload"
     # Fairness and flow control (docs/fairness.md): threads take from higher-priority workers' ready shards
     # first; debounce (seconds) moves a not-yet-started id's perform_in on each merge, up to debounce_max
     # (default 10 x debounce) after its oldest queued payload; group limits apply to jobs with a group.
@@ -69,20 +65,10 @@ class Worker:
     history_max_age: ClassVar[float] = 7 * 24 * 3600
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "queue_name" not in cls.__dict__:
-            cls.queue_name = cls.__name__
-        # Both names appear in the console's URLs and in Redis keys: refuse any that would not survive them.
-        validate_queue_name(cls.__name__, "worker name")
-        validate_queue_name(cls.queue_name, f"{cls.__name__}.queue_name")
-        check_shards_count(cls.shards_count, f"{cls.__name__}.shards_count")
-        for name in ("batch_size", "max_retry_count", "max_payloads_per_id"):
-            value = getattr(cls, name)
-            if value is None and name == "max_payloads_per_id":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                allowed = "a positive int or None" if name == "max_payloads_per_id" else "a positive int"
-                raise ValueError(f"{cls.__name__}.{name} must be {allowed}, got {value!r}")
+        super().__init_subclass__(**kwargs)  # WorkerSpec: the names, shards, batch, retries and policies
+        cap = cls.max_payloads_per_id
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(f"{cls.__name__}.max_payloads_per_id must be a positive int or None, got {cap!r}")
         if cls.payload_overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"{cls.__name__}.payload_overflow must be one of {', '.join(OVERFLOW_POLICIES)}, "
                              f"got {cls.payload_overflow!r}")
@@ -108,8 +94,9 @@ class Worker:
         The whole batch is validated first: a bad job raises TypeError or
         ValueError naming its index, and nothing is written.
         """
-        # At call time: the runtime (and the store under it) names Worker in its own types, and a Worker is
-        # defined before anything is configured. The one import cycle of the core is this, on purpose.
+        # At call time: the runtime names Worker in its own types (and reaches config.py and schedule.py, which
+        # check Worker classes), and a Worker is defined before anything is configured. The one import cycle
+        # of the core is this, on purpose.
         from .runtime import enqueue
 
         return enqueue(cls, jobs)
@@ -168,16 +155,13 @@ def _check_history(cls: type[Worker]) -> None:
 
 
 def _check_flow_attributes(cls: type[Worker]) -> None:
-    """time_limit, isolation, time_limit_grace, max_*_per_child and morgue_policy, at class definition."""
+    """time_limit_grace and max_*_per_child, at class definition (time_limit, isolation and morgue_policy: WorkerSpec)."""
     name = cls.__name__
-    for attr, optional in (("time_limit", True), ("time_limit_grace", False)):
-        value = getattr(cls, attr)
-        if value is None and optional:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise TypeError(f"{name}.{attr} must be a number of seconds{' or None' if optional else ''}, got {value!r}")
-        if value <= 0 if optional else value < 0:
-            raise ValueError(f"{name}.{attr} must be {'positive' if optional else 'zero or more'}, got {value!r}")
+    grace = cls.time_limit_grace
+    if isinstance(grace, bool) or not isinstance(grace, (int, float)) or not math.isfinite(grace):
+        raise TypeError(f"{name}.time_limit_grace must be a number of seconds, got {grace!r}")
+    if grace < 0:
+        raise ValueError(f"{name}.time_limit_grace must be zero or more, got {grace!r}")
     for attr in ("max_batches_per_child", "max_memory_per_child"):
         value = getattr(cls, attr)
         if value is None:
@@ -186,20 +170,3 @@ def _check_flow_attributes(cls: type[Worker]) -> None:
             raise TypeError(f"{name}.{attr} must be a positive int or None, got {value!r}")
         if value < 1:
             raise ValueError(f"{name}.{attr} must be a positive int or None, got {value!r}")
-    for attr, allowed in (("isolation", ISOLATIONS), ("morgue_policy", MORGUE_POLICIES)):
-        value = getattr(cls, attr)
-        if not isinstance(value, str):
-            raise TypeError(f"{name}.{attr} must be one of {', '.join(allowed)}, got {value!r}")
-        if value not in allowed:
-            raise ValueError(f"{name}.{attr} must be one of {', '.join(allowed)}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One shard of one worker's queue."""
-
-    worker: type[Worker]
-    index: int
-
-    def __str__(self) -> str:
-        return f"{self.worker.__name__}{self.index}"

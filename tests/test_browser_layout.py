@@ -33,7 +33,8 @@ def wider_than_the_screen(page) -> list[str]:
 def test_every_page_fits_a_390_px_screen(chromium, console, seeded):
     page, errors = open_page(chromium, viewport=PHONE, is_mobile=True, has_touch=True)
     pages = ["/", "/workers/DeadWorker/morgue?order_by=id", "/workers/SlowWorker/enqueued",
-             "/workers/SlowWorker/busy", "/workers/DeadWorker/job?id=dead-1", "/servers", "/audit", "/search?id=dead-2"]
+             "/workers/SlowWorker/busy", "/workers/SlowWorker/stats", "/workers/DeadWorker/job?id=dead-1", "/servers",
+             "/audit", "/search?id=dead-2"]
     for path in pages:
         page.goto(console + path)
         page.wait_for_load_state("networkidle")

@@ -69,7 +69,8 @@ def test_two_workers_on_one_queue_are_refused():
 @pytest.mark.parametrize("attrs, message", [
     ({"shards_count": 0}, "shards_count must be a positive int"),
     ({"batch_size": 0}, "batch_size must be a positive int"),
-    ({"max_retry_count": True}, "max_retry_count must be a positive int"),
+    ({"max_retry_count": True}, "max_retry_count must be an int >= 0"),
+    ({"max_retry_count": -1}, "max_retry_count must be an int >= 0"),
     ({"queue_name": "a{b}"}, "must not contain"),
 ])
 def test_bad_worker_classes_fail_at_definition(attrs, message):
@@ -113,7 +114,7 @@ def test_every_key_a_script_touches_is_in_its_shards_hash_slot():
         assert all(k.startswith("lowkiq:v1:{orders:eu:") for k in shard.all())
         slots |= shard_slots
     assert len(slots) > 12  # shards spread over the cluster
-    assert len(set(ShardKeys("q", 0).all())) == 24
+    assert len(set(ShardKeys("q", 0).all())) == 31
 
 
 def test_the_scripts_keys_are_defined_once_and_every_one_is_used():

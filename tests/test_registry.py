@@ -29,7 +29,7 @@ GOOD = json.dumps({"queue_name": "orders", "shards_count": 4})
     ('{"queue_name": "a/../b", "shards_count": 2}', "queue_name 'a/../b' may hold only"),
     ('{"queue_name": 7, "shards_count": 2}', "queue_name must be a non-empty string"),
     ('{"queue_name": "q", "shards_count": 2, "batch_size": 0}', "batch_size must be a positive int"),
-    ('{"queue_name": "q", "shards_count": 2, "max_retry_count": "x"}', "max_retry_count must be a positive int"),
+    ('{"queue_name": "q", "shards_count": 2, "max_retry_count": "x"}', "max_retry_count must be an int >= 0"),
     ("[" * 100_000, "the entry is"),
 ])
 def test_a_malformed_entry_is_read_as_broken_and_the_others_still_work(r, raw, problem):

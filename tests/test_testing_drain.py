@@ -126,6 +126,28 @@ def test_retries_exhausted_move_the_job_to_the_morgue():
     assert [job.id for job in Doomed.exhausted] == ["x"]
 
 
+def test_max_retry_count_zero_sends_the_first_failure_to_the_morgue():
+    class NoRetry(lowkiq.Worker):
+        shards_count = 1
+        max_retry_count = 0
+        attempts: ClassVar[list[str]] = []
+
+        def retry_in(self, retry_count):
+            return 0  # a retry would be due at once, and performed in the same drain
+
+        def perform(self, payloads_by_id):
+            NoRetry.attempts.extend(payloads_by_id)
+            raise KeyError("gone")
+
+    NoRetry.perform_async([{"id": "x", "payload": "v1", "score": 1}])
+    drained = drain(NoRetry, raise_errors=False)
+    assert NoRetry.attempts == ["x"]  # performed once
+    assert [f.morgued for f in drained.failures] == [["x"]]
+    dead = queries(NoRetry).morgue_job("x")
+    assert dead is not None and dead.payloads == [("v1", 1.0)] and dead.error == "KeyError: 'gone'"
+    assert queued("x", NoRetry) is None
+
+
 def test_without_arguments_every_configured_worker_is_drained():
     Orders.perform_async([{"id": 1}])
     Doomed.perform_async([{"id": 2}])

@@ -62,16 +62,16 @@ def optional_body_posts() -> list[str]:
     for path, item in document("/", basic_auth=False)["paths"].items():
         post = item.get("post")
         if post is not None and post.get("requestBody", {}).get("required") is False:
-            found.append(path.replace("{worker}", "OrdersWorker").replace("{name}", "hourly"))
+            found.append(path.replace("{worker}", "OrdersWorker").replace("{name}", "hourly").replace("{group}", "acme"))
     return sorted(found)
 
 
-def test_ten_posts_take_an_optional_body():
+def test_twelve_posts_take_an_optional_body():
     assert [p.removeprefix("/api/v1/") for p in optional_body_posts()] == [
         "schedules/hourly/pause", "schedules/hourly/resume", "schedules/hourly/run",
         *(f"workers/OrdersWorker/{action}" for action in (
-            "delete_failed", "kill_failed", "morgue/delete_all", "morgue/requeue_all", "pause", "perform_all_now",
-            "resume"))]
+            "delete_failed", "groups/acme/pause", "groups/acme/resume", "kill_failed", "morgue/delete_all",
+            "morgue/requeue_all", "pause", "perform_all_now", "resume"))]
 
 
 @pytest.fixture
@@ -88,6 +88,7 @@ def test_a_post_with_no_body_and_no_content_type_is_taken(scheduled, path):
     reply = client.post("/lowkiq" + path)  # what `curl -X POST` sends: no Content-Type, no body
     assert reply.status_code == 200, reply.get_data(as_text=True)
     assert set(reply.get_json()) in ({"count"}, {"paused", "changed"}, {"schedule", "paused", "changed"},
+                                     {"group", "paused", "changed"},
                                      {"schedule", "enqueued", "scheduled_at"})
     [entry] = audit.read(runtime.client, 1)
     assert entry.source == "api"

@@ -29,7 +29,7 @@ PREFIX = "/lowkiq"
 DOC = "/api/v1/openapi.json"
 DOC_URI = "urn:lowkiq:openapi"
 # Values for the documented path and required query parameters.
-PATH_VALUES = {"worker": "OrdersWorker", "job_id": "all3"}
+PATH_VALUES = {"worker": "OrdersWorker", "job_id": "all3", "tag": "vip", "group": "acme"}
 QUERY_VALUES = {"id": "all3"}
 # Flask adds these to every rule; the document lists the methods the routes were declared with.
 IMPLICIT_METHODS = {"HEAD", "OPTIONS"}
@@ -199,7 +199,7 @@ def seeded(runtime, clock, r) -> None:
     q = runtime.queue(OrdersWorker)
     taken = q.ack_and_take(None, (held_lease(q, q.shard_of("all3")), 100))
     assert "all3" in {job.id for job in taken.jobs}
-    OrdersWorker.perform_async([{"id": "all3", "payload": "third", "score": 5.5}])
+    OrdersWorker.perform_async([{"id": "all3", "payload": "third", "score": 5.5, "tags": ["vip", "acct-7"]}])
     MailerWorker.perform_async([{"id": "m1", "perform_in": clock() - 5}])
     beat(r, "server-a", {"OrdersWorker": [0, 1], "mailer": [0]})
     seed_history(r, OrdersWorker.queue_name, clock(), [(0, 0, 0.0), (60, 1, 2.5)])  # one minute of rates
@@ -225,10 +225,14 @@ def test_every_get_answer_matches_its_schema(client, spec, seeded):
     lookup = answers["/api/v1/workers/{worker}/jobs/{job_id}"]
     assert all(lookup[where] for where in ("queued", "busy", "morgue"))
     assert answers["/api/v1/workers/{worker}/job"] == lookup
-    # The search answers that lookup in each worker holding the id: here only OrdersWorker.
+    assert lookup["tags"] == ["vip", "acct-7"]
+    assert answers["/api/v1/workers/{worker}/tagged/{tag}"] == {"tag": "vip", "next": None, "jobs": [
+        {"id": "all3", "tags": ["vip", "acct-7"], "queued": True, "busy": True, "dead": True}]}
+    # The search answers that lookup in each worker holding the id (waiting versions aside): here only OrdersWorker.
     searched = answers["/api/v1/search"]
+    assert lookup["waiting"] == [] and lookup["dependents"] == []
     assert {k: v for k, v in searched.items() if k not in ("history", "searched")} == {"id": "all3", "found": [
-        {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k != "id"}}]}
+        {"worker": "OrdersWorker", **{k: v for k, v in lookup.items() if k not in ("id", "waiting", "dependents")}}]}
     assert searched["searched"] == {"from": 0, "workers": 2, "of": 2, "continue": None}
     # ... and its history in that worker, newest first: the id was enqueued, taken, failed, ...
     (remembered,) = searched["history"]
@@ -287,7 +291,7 @@ def test_broken_registry_entries_answer_as_documented(redis_url, runtime, r):
 
 def test_every_order_filter_and_cursor_of_the_listings(client, spec, seeded):
     listings = [path for path in get_paths(spec) if any(
-        spec.deref(p)["name"] == "after" for p in spec.operation(path, "get").get("parameters", []))]
+        spec.deref(p)["name"] == "order_by" for p in spec.operation(path, "get").get("parameters", []))]
     assert sorted(listings) == ["/api/v1/workers/{worker}/enqueued", "/api/v1/workers/{worker}/morgue"]
     for path in listings:
         order_by = next(spec.deref(p) for p in spec.operation(path, "get")["parameters"]
@@ -303,6 +307,23 @@ def test_every_order_filter_and_cursor_of_the_listings(client, spec, seeded):
                                        before=second["previous"]), path)
                 assert back["jobs"] == first["jobs"]
                 spec.check(call(client, spec, path, order_by=order, desc=desc, min=low, max=high), path)
+
+
+def test_the_tag_lookup_pages_as_documented(client, spec, runtime):
+    path = "/api/v1/workers/{worker}/tagged/{tag}"
+    OrdersWorker.perform_async([{"id": f"t{n}", "tags": ["vip"]} for n in range(5)])
+    seen, after = [], None
+    while True:
+        page = spec.check(client.get(url(path), query_string={"limit": "2", **({"after": after} if after else {})}),
+                          path)
+        seen += [job["id"] for job in page["jobs"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert sorted(seen) == [f"t{n}" for n in range(5)]
+    for query in ({"after": "x"}, {"limit": "0"}):
+        assert spec.check(client.get(url(path), query_string=query), path).keys() == {"error"}
+    assert client.get(url(path, tag="x" * 65)).status_code == 400
 
 
 def test_an_action_answers_as_documented(client, spec, seeded):
@@ -333,6 +354,20 @@ def test_pause_and_resume_answer_as_documented(client, spec, seeded):
         "paused": False, "changed": True}
     refused = client.post(url(resume), data='{"all": true}', content_type="application/json")
     assert refused.status_code == 400 and "resume takes no parameters" in spec.check(refused, resume, "post")["error"]
+
+
+def test_group_pause_groups_and_day_stats_answer_as_documented(client, spec, seeded):
+    pause, resume = "/api/v1/workers/{worker}/groups/{group}/pause", "/api/v1/workers/{worker}/groups/{group}/resume"
+    OrdersWorker.perform_async([{"id": "g1", "group": "acme"}])
+    assert spec.check(client.post(url(pause), data="", content_type="application/json"), pause, "post") == {
+        "group": "acme", "paused": True, "changed": True}
+    groups = spec.check(client.get(url("/api/v1/workers/{worker}/groups")), "/api/v1/workers/{worker}/groups")
+    assert groups["groups"][0]["paused"]["source"] == "api"
+    assert spec.check(client.post(url(resume), data="", content_type="application/json"), resume, "post")["changed"]
+    stats = "/api/v1/workers/{worker}/stats"
+    bad = client.get(url(stats), query_string={"day": "2026-02-30"})
+    assert bad.status_code == 400 and "day must be" in spec.check(bad, stats)["error"]
+    assert spec.check(client.get(url(stats), query_string={"day": "2026-02-28"}), stats)["run"]["count"] == 0
 
 
 def test_retry_now_and_the_search_answer_as_documented(client, spec, seeded, clock):

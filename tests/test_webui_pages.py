@@ -186,13 +186,15 @@ def test_unknown_worker_is_404_page(client):
         assert b"unknown worker" in page.data
 
 
-def test_payloads_and_errors_are_escaped_everywhere(client, runtime):
-    make_dead(runtime, OrdersWorker, [{"id": XSS, "payload": XSS}], error=XSS.encode())
-    OrdersWorker.perform_async([{"id": "q", "payload": {"html": XSS}}])
+def test_payloads_errors_and_tags_are_escaped_everywhere(client, runtime):
+    make_dead(runtime, OrdersWorker, [{"id": XSS, "payload": XSS, "tags": [XSS]}], error=XSS.encode())
+    OrdersWorker.perform_async([{"id": "q", "payload": {"html": XSS}, "tags": [XSS]}])
     fail(runtime, OrdersWorker, ["q"], error=XSS.encode())
     from urllib.parse import quote
 
-    for path in ("/morgue", "/enqueued", "/jobs/" + quote(XSS, safe=""), "/jobs/q"):
+    tag = "?tag=" + quote(XSS, safe="")
+    for path in ("/morgue", "/enqueued", "/jobs/" + quote(XSS, safe=""), "/jobs/q", "/morgue" + tag,
+                 "/enqueued" + tag):
         html = client.get(W + path).get_data(as_text=True)
         assert XSS not in html, path
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html, path

@@ -16,6 +16,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     api,
     audit_view,
     export,
+    groups_view,
     health,
     hot_view,
     pause_view,
@@ -23,6 +24,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     schedules_view,
     servers,
     stale,
+    stats_view,
     views,
 )
 from .app import create_app, served_app

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 
 from flask import current_app, g, request
 
-from ..console import Console, WorkerView
+from ..console import Console, WorkerView, audit_log
 from ..console.operations import Operation
-from ..store import audit
 from .state import settings
 
 CURRENT_USER_HOOK = "LOWKIQ_WEB_CURRENT_USER"
@@ -33,8 +32,8 @@ def actor() -> str:
 
 
 def record(c: Console, op: Operation, view: WorkerView, ids: Sequence[str], count: int, source: str) -> None:
-    audit.record(c.client, who=actor(), source=source, action=op.path, worker=view.name, count=count,
-                 ids=list(ids), scope="" if op.takes_ids else "all")
+    audit_log.record(c, who=actor(), source=source, action=op.path, worker=view.name, count=count,
+                     ids=list(ids), scope="" if op.takes_ids else "all")
 
 
 def run_operation(c: Console, op: Operation, view: WorkerView, ids: list[str], source: str) -> int:

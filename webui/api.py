@@ -7,15 +7,21 @@ from typing import Any
 
 from flask import Response, request, url_for
 
-from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, finding, histories, listing
+from ..console import AREA_ORDERS, MATCHING_VERBS, WorkerView, finding, histories, listing, minute_totals
 from ..console.listing import API_PAGE_SIZE, BadInput
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
+from ..console.terms import (
+    CONSOLE_SHARD_BUDGET,
+    MAX_LIMIT,
+    ROW_BYTES,
+    ROW_ERROR_BYTES,
+    TTL_SECONDS,
+    ConfirmationRefused,
+    Minute,
+    QueueMetrics,
+)
+from ..console.waiting import WaitingVersion
 from ..jobs import Job, MorgueJob
-from ..store import history
-from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
-from ..store.history import Minute
-from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
-from ..store.queries import ROW_BYTES, ROW_ERROR_BYTES
 from . import actor
 from .blueprint import bp
 from .dashboard import dashboard_data
@@ -152,6 +158,11 @@ def _api_listing(worker: str, area: str) -> Response:
     args = listing.parse(request.args, orders, default_order=default, default_desc=desc, default_limit=API_PAGE_SIZE,
                          blank_is_absent=False)
     encode = morgue_job_json if area == "morgue" else job_json
+    if args.tag:
+        shown = listing.tagged(functools.partial(c.tagged_rows, view, area), args)
+        return reply({"jobs": [encode(job) for job in shown.rows], "next": None, "previous": None,
+                      # pass "continue" back as ?tag_after= (with the same tag) until it is null
+                      "tagged": {"tag": args.tag, "continue": shown.next.tag_after if shown.next else None}})
     if args.content:
         return _listing_reply(listing.search(functools.partial(c.search, view, area), args), encode)
     q = c.queries(view)
@@ -201,7 +212,8 @@ def api_job(worker: str, job_id: str) -> Response:
     view = c.worker(worker)
     q = c.queries(view)
     queued, busy, dead = q.job(job_id), q.busy_job(job_id), q.morgue_job(job_id)
-    if not (queued or busy or dead):
+    waiting = c.waiting(view, job_id)
+    if not (queued or busy or dead or waiting):
         return reply({"error": f"no job {job_id!r} in {view.name}"}, 404)
     return reply(
         {
@@ -209,8 +221,28 @@ def api_job(worker: str, job_id: str) -> Response:
             "queued": job_json(queued, traceback=True) if queued else None,
             "busy": job_json(busy, traceback=True) if busy else None,
             "morgue": morgue_job_json(dead, traceback=True) if dead else None,
+            "waiting": [waiting_json(version) for version in waiting],
+            "dependents": [d.as_json() for d in c.dependents(view, job_id)],
+            "tags": list(c.tags_of(view, job_id)),
         }
     )
+
+
+def waiting_json(version: WaitingVersion) -> dict[str, Any]:
+    """A version waiting for other ids (``after``): its payload, score, when it came, and what it waits on."""
+    return {"payload": version.payload, "score": version.score, "since": version.since,
+            "perform_in": version.perform_in, "after": [on.as_json() for on in version.on]}
+
+
+@bp.get("/api/v1/workers/<worker>/tagged/<path:tag>")
+def api_tagged(worker: str, tag: str) -> Response:
+    """The ids tagged ``tag`` (docs/tags.md), each once across the pages: ``limit`` (1..1000, default 100) per
+    page, ``after=<next>`` for the following one; ``next`` null after the last. A page reads the tag's index,
+    not the queue, and may hold fewer than ``limit`` ids while more follow."""
+    c = console()
+    page = c.tagged(c.worker(worker), tag, limit=int_arg("limit", API_PAGE_SIZE, 1, MAX_LIMIT),
+                    after=request.args.get("after") or None)
+    return reply({"tag": tag, "jobs": [job.as_json() for job in page.jobs], "next": page.next})
 
 
 # Where Console.find says a job is, by the key jobs/<id> gives that place.
@@ -230,8 +262,10 @@ def api_search() -> Response:
     done = finding.search(c, job_id, start=finding.start_of(request.args.get("from", "")),
                           history_limit=SEARCH_HISTORY_EVENTS)
     for found in done.found:
-        entry = by_worker.setdefault(found.view.name, {"worker": found.view.name, "queued": None, "busy": None,
-                                                      "morgue": None})
+        entry = by_worker.get(found.view.name)
+        if entry is None:
+            entry = by_worker[found.view.name] = {"worker": found.view.name, "queued": None, "busy": None,
+                                                  "morgue": None, "tags": list(c.tags_of(found.view, job_id))}
         encode = morgue_job_json if found.where == "dead" else job_json
         entry[FOUND_KEYS[found.where]] = encode(found.job, traceback=True)
     # Each worker whose history holds the id, with its newest events: an id performed earlier is found too.
@@ -268,7 +302,7 @@ def api_history() -> Response:
     hours = history_chart.window()
     views = c.workers()
     now = c.clock()
-    per_queue = history_chart.read(c.client, [v.info.queue_name for v in views], hours, now)
+    per_queue = history_chart.read(c, [v.info.queue_name for v in views], hours, now)
     start = now - hours * 3600
 
     def rows(minutes: list[Minute]) -> list[dict[str, float]]:
@@ -276,7 +310,7 @@ def api_history() -> Response:
                 for m in minutes if m.minute >= start]
 
     by_worker = {v.name: rows(per_queue[v.info.queue_name]) for v in views}
-    total = rows(history.combine(per_queue.values()))
+    total = rows(minute_totals.combine(per_queue.values()))
     return reply({"hours": hours, "total": total, "by_worker": by_worker})
 
 
@@ -373,8 +407,8 @@ def api_busy_stop(worker: str) -> Response:
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
 # that counted another action conflicts with the request (its "reason" says which).
 REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}
-MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "match_case", "dry_run",
-                   "confirm")
+MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "match_case", "tag",
+                   "dry_run", "confirm")
 
 
 @bp.post("/api/v1/workers/<worker>/enqueued/matching")
@@ -414,8 +448,13 @@ def _api_matching(worker: str, area: str) -> Response:
     orders, default, _ = AREA_ORDERS[area]
     fields: dict[str, Any] = {name: _form_value(name, body.get(name)) for name in ("order_by", "min", "max")}
     fields.update({name: body[name] for name in (*listing.CONTENT_FIELDS, "match_case") if name in body})
+    if "tag" in body:
+        if not isinstance(body["tag"], str) or not body["tag"]:
+            raise BadInput(f'"tag" must be a non-empty string, got {body["tag"]!r:.100}')
+        fields["tag"] = body["tag"]
     args = listing.parse(fields, orders, default_order=default, default_limit=1, blank_is_absent=False)
-    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
+    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content,
+                              "tag": args.tag}
     if token is None:
         pending = c.count_matching(view, area, verb, args.order_by, **bounds)
         return reply({"count": pending.count, "confirm": pending.token, "sample": pending.sample,

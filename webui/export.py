@@ -23,8 +23,8 @@ from flask import Response, request, stream_with_context
 
 from ..console import listing
 from ..console.listing import BadInput
+from ..console.terms import ENQUEUED_ORDERS, MORGUE_ORDERS
 from ..jobs import Job, MorgueJob
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS
 from ..transport import TopologyError
 from .blueprint import bp
 from .state import console

@@ -1,7 +1,7 @@
 """History charts: jobs processed and failed per minute, and the lag, over the last hours, from Redis.
 
 Any console process draws the same charts: the points come from the per-minute
-streams (``lowkiq.store.history``), not from what this process happened to see.
+streams (``lowkiq.console.minute_totals``), not from what this process happened to see.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import redis
 from flask import request
 
+from ..console import Console, minute_totals
 from ..console.listing import BadInput
-from ..store import history
-from ..store.history import Minute
+from ..console.terms import Minute
 from . import chart, formatting
 from .state import settings, state
 
@@ -79,7 +79,7 @@ def record(c: Any, measured: Sequence[Any], now: float) -> None:
     st.history_minute = minute
     try:
         # Only what was read: a worker past the read's shard budget has zeros, not its numbers.
-        history.write(c.client, [m for m in measured if getattr(m, "measured", True)])
+        minute_totals.record(c, [m for m in measured if getattr(m, "measured", True)])
     except redis.ResponseError as exc:
         st.history_allowed = False
         log.warning("the console cannot record the queues' history (%s); the servers record it", exc)
@@ -93,16 +93,15 @@ def window() -> int:
     return int(text)
 
 
-def read(client: Any, queues: Sequence[str], hours: int, now: float) -> dict[str, list[Minute]]:
+def read(c: Console, queues: Sequence[str], hours: int, now: float) -> dict[str, list[Minute]]:
     """Each queue's per-minute rates over the window (one round trip; sampled beyond an hour)."""
-    points = history.read(client, queues, hours * 60, now)
-    return {queue: history.per_minute(p) for queue, p in points.items()}
+    return minute_totals.read(c, queues, hours, now)
 
 
 def sampling_step(hours: int) -> int:
-    """Minutes between the samples ``read`` returns for a window (history.read's spacing)."""
+    """Minutes between the samples ``read`` returns for a window (lowkiq.store.history.read's spacing)."""
     minutes = hours * 60
-    return 1 if minutes + 1 <= history.MAX_POINTS else -(-minutes // history.MAX_POINTS)
+    return 1 if minutes + 1 <= minute_totals.MAX_POINTS else -(-minutes // minute_totals.MAX_POINTS)
 
 
 def build(minutes: list[Minute], hours: int, now: float) -> HistoryChart | None:

@@ -20,12 +20,19 @@ from ..console import AREA_ORDERS, MATCHING_VERBS
 from ..console.finding import SEARCH_HISTORY_ENTRIES, SEARCH_WORKERS
 from ..console.listing import API_PAGE_SIZE, MAX_SEARCHED_ID, TIME_ORDERS
 from ..console.operations import MAX_IDS, OPERATIONS, RETRY_NOW, Operation
+from ..console.terms import (
+    ENQUEUED_ORDERS,
+    HISTORY_KINDS,
+    IDS_KEPT,
+    MAX_LIMIT,
+    MAX_NEEDLE,
+    MORGUE_ORDERS,
+    PAGE_EXAMINED,
+    Actions,
+)
+from ..jobs import MAX_TAG_LENGTH
 from ..options import FALSE_WORDS, TRUE_WORDS
-from ..store import id_history
-from ..store.actions import Actions
-from ..store.audit import IDS_KEPT
-from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS
-from ..store.search import MAX_NEEDLE, PAGE_EXAMINED
+from . import openapi_groups_stats
 from .history_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 
@@ -78,8 +85,8 @@ def document(server_url: str, *, basic_auth: bool) -> Json:
         "servers": [{"url": server_url, "description": "The console's prefix, as this document was requested."}],
         "paths": paths(),
         "components": {
-            "schemas": SCHEMAS,
-            "parameters": PARAMETERS,
+            "schemas": {**SCHEMAS, **openapi_groups_stats.SCHEMAS},
+            "parameters": {**PARAMETERS, **openapi_groups_stats.PARAMETERS},
             "responses": ERROR_RESPONSES,
             "securitySchemes": {
                 "basicAuth": {
@@ -154,6 +161,10 @@ MATCH_CASE: Json = {"match_case": {"type": "boolean", "default": False,
 SECONDS = {"type": "number", "minimum": 0}
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
+TAG_FILTER = {"tag": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH,
+                      "description": "Only the jobs whose id carries this tag (docs/tags.md), counted from the tag "
+                                     "index; alone (no min, max or content filter), else 400."}}
+TAGS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH}}
 
 SCHEMAS: Json = {
     "Error": _object({"error": {"type": "string", "description": "The problem, naming the parameter or field to fix."},
@@ -225,8 +236,9 @@ SCHEMAS: Json = {
             "previous": {**_nullable(_schema("Cursor")),
                          "description": "Pass as `before` for the previous page; null on the first."},
             "scan": _schema("ScanProgress"),
+            "tagged": _schema("TagProgress"),
         },
-        "A page of queued jobs.", optional=("scan",),
+        "A page of queued jobs.", optional=("scan", "tagged"),
     ),
     "DeadJobPage": _object(
         {
@@ -235,8 +247,19 @@ SCHEMAS: Json = {
             "previous": {**_nullable(_schema("Cursor")),
                          "description": "Pass as `before` for the previous page; null on the first."},
             "scan": _schema("ScanProgress"),
+            "tagged": _schema("TagProgress"),
         },
-        "A page of dead jobs.", optional=("scan",),
+        "A page of dead jobs.", optional=("scan", "tagged"),
+    ),
+    "TagProgress": _object(
+        {
+            "tag": TEXT,
+            "continue": {**_nullable(TEXT), "description": "Pass as `tag_after` (with the same tag) for the next "
+                                                           "page; null after the last. A page may hold fewer jobs "
+                                                           "than `limit` while more follow."},
+        },
+        "A listing filtered by a tag (docs/tags.md): the area's ids that carry it, from the tag index, shard by "
+        "shard and by id in each; `next` and `previous` are null.",
     ),
     "ScanProgress": _object(
         {
@@ -294,8 +317,71 @@ SCHEMAS: Json = {
             "queued": {**_nullable(_schema("Job")), "description": "The job in the queue, if it is there."},
             "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
             "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+            "waiting": {"type": "array", "items": _schema("WaitingVersion"),
+                        "description": "Versions of the id waiting for other ids (`after`, docs/dependencies.md); "
+                                       "empty when none waits."},
+            "dependents": {"type": "array", "items": _schema("Dependent"),
+                           "description": "Versions of other ids waiting for this id's versions (their `after` "
+                                          "named it when it was queued or in processing), until those are performed "
+                                          "or deleted."},
+            "tags": {**TAGS, "description": "The id's tags: the union of its versions' (docs/tags.md)."},
         },
-        "Where an id is. One id can be queued, in processing and dead at once; at least one is not null.",
+        "Where an id is. One id can be queued, in processing, dead and waiting at once; at least one of queued, "
+        "busy and morgue is not null, or waiting is not empty.",
+    ),
+    "WaitingVersion": _object(
+        {
+            "payload": {"description": "The version's payload, as the worker's load_payload returns it."},
+            "score": {"type": "number", "description": "Its score."},
+            "since": {**UNIX_TIME, "description": "When it was enqueued."},
+            "perform_in": {**UNIX_TIME, "description": "Its perform_in: it is due at the later of this and its "
+                                                       "release."},
+            "after": {"type": "array", "items": _schema("WaitingOn"),
+                      "description": "The dependencies it still waits on, as its `after` named them."},
+        },
+        "A version enqueued with `after`, waiting until the versions of those ids queued or in processing at its "
+        "enqueue are performed or deleted.",
+    ),
+    "Dependent": _object(
+        {
+            "worker": {**TEXT, "description": "The waiting version's worker (its queue's name when the console does "
+                                              "not know the worker)."},
+            "id": {**TEXT, "description": "The waiting version's id."},
+        },
+        "A version of another id waiting for this one.",
+    ),
+    "WaitingOn": _object(
+        {
+            "worker": {**TEXT, "description": "The dependency's worker."},
+            "id": {**TEXT, "description": "The dependency's id."},
+            "state": {"type": "string", "enum": ["dead", "processing", "queued", "waiting", "gone", "unknown"],
+                      "description": "Where that id is now: dead (in the morgue: it holds this version until it is "
+                                     "requeued and performed, or deleted), processing, queued, waiting (on its own "
+                                     "dependencies), gone (performed or deleted: the release is on its way), unknown "
+                                     "(a worker this console does not know)."},
+        },
+        "A dependency a waiting version still waits on.",
+    ),
+    "TaggedJob": _object(
+        {
+            "id": TEXT,
+            "tags": {**TAGS, "description": "All the id's tags: the union of its versions'."},
+            "queued": {"type": "boolean", "description": "Whether the id is in the queue."},
+            "busy": {"type": "boolean", "description": "Whether the id is in processing."},
+            "dead": {"type": "boolean", "description": "Whether the id is in the morgue."},
+        },
+        "An id that carries the tag, and where its copies are (one id can be queued and dead at once).",
+    ),
+    "TaggedPage": _object(
+        {
+            "tag": TEXT,
+            "jobs": {"type": "array", "items": _schema("TaggedJob"),
+                     "description": "Shard by shard, by id in each shard; each id once across the pages."},
+            "next": {**_nullable(TEXT), "description": "Pass as `after` for the next page; null after the last. A "
+                                                      "page may hold fewer jobs than `limit` while more follow."},
+        },
+        "A page of the ids that carry a tag, read from each shard's tag index (its cost is the tag's ids, not "
+        "the queue's size).",
     ),
     "WorkerLookup": _object(
         {
@@ -303,6 +389,7 @@ SCHEMAS: Json = {
             "queued": {**_nullable(_schema("Job")), "description": "The job in the worker's queue, if it is there."},
             "busy": {**_nullable(_schema("Job")), "description": "The job in processing, if it is."},
             "morgue": {**_nullable(_schema("DeadJob")), "description": "The job in the morgue, if it is there."},
+            "tags": {**TAGS, "description": "The id's tags in the worker (docs/tags.md)."},
         },
         "Where an id is in one worker, as `jobs/{job_id}` answers it; at least one of queued, busy and morgue is "
         "not null.",
@@ -335,7 +422,7 @@ SCHEMAS: Json = {
     "IdHistoryEvent": _object(
         {
             "at": UNIX_TIME,
-            "kind": {"type": "string", "enum": list(id_history.KINDS),
+            "kind": {"type": "string", "enum": list(HISTORY_KINDS),
                      "description": "What happened (docs/history.md)."},
             "summary": {**TEXT, "description": "The event in one line for people."},
             "server": {**_nullable(TEXT), "description": "The member id of the server that held the id's shard."},
@@ -363,6 +450,8 @@ SCHEMAS: Json = {
                        "description": "A step ended by a PartialFailure: the ids that raised their own error, this "
                                       "one included when it did (the first 20); empty when the whole batch failed "
                                       "together or nothing failed."},
+            "tags": {**TAGS, "description": "An enqueue's (enqueued, merged, joined_dead): the tags its versions "
+                                            "brought; empty otherwise."},
         },
         "One thing that happened to the id.",
     ),
@@ -623,16 +712,16 @@ SCHEMAS: Json = {
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
-        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE,
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE, **TAG_FILTER,
                  "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
                 "Count the jobs the filter matches now.",
-                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE)),
-        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE, "confirm": {
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE, *TAG_FILTER)),
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE, **TAG_FILTER, "confirm": {
                     **TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
                     "description": "The token a dry run of the same action and filter answered: act on the jobs it "
                                    "counted."}},
                 "Act on the jobs a dry run counted.",
-                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE)),
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE, *TAG_FILTER)),
     ]},
     "MatchingAnswer": {"oneOf": [
         _object({
@@ -728,6 +817,28 @@ PARAMETERS: Json = {
         "required": False,
         "schema": {"type": "integer", "enum": list(HISTORY_WINDOWS), "default": HISTORY_WINDOWS[0]},
         "description": "How many hours back, ending now.",
+    },
+    "tag": {
+        "name": "tag",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH},
+        "description": "The tag, as jobs carry it: printable text of at most 64 characters (400 otherwise); it may "
+                       "contain `/`.",
+    },
+    "taggedLimit": {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": API_PAGE_SIZE},
+        "description": f"How many ids at most: digits only, 1 to {MAX_LIMIT}.",
+    },
+    "taggedAfter": {
+        "name": "after",
+        "in": "query",
+        "required": False,
+        "schema": TEXT,
+        "description": "A previous page's `next`: where this page goes on (400 for anything else).",
     },
     "historyLimit": {
         "name": "limit",
@@ -871,6 +982,14 @@ def listing_parameters(area: str) -> list[Json]:
          "description": f"Whether error_class, error and payload compare letters as given: one of "
                         f"{', '.join(TRUE_WORDS)} or {', '.join(FALSE_WORDS)}, in any case. When absent, 0: case is "
                         "ignored (ASCII letters: 'timeout' finds 'TimeoutError: Timeout after 30 s')."},
+        {"name": "tag", "in": "query", "required": False,
+         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH},
+         "description": "Only the jobs whose id carries this tag (docs/tags.md), read from the tag index, shard by "
+                        "shard and by id in each (order_by and desc do not apply), paged with `tag_after`; the "
+                        "reply's `tagged` says where it goes on. It stands alone: with min, max, after, before or "
+                        "a content filter it is refused (400)."},
+        {"name": "tag_after", "in": "query", "required": False, "schema": TEXT,
+         "description": "Where a tag listing goes on: the `tagged.continue` of its previous page. Only with tag."},
     ]
 
 
@@ -1066,6 +1185,14 @@ def paths() -> Json:
         f"{worker}/jobs/{{job_id}}": _get("api_job", "Where a job is: queued, in processing, dead", "JobLookup",
                                           "Where the job is.", 404,
                                           parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInPath")]),
+        f"{worker}/tagged/{{tag}}": _get("api_tagged", "The ids that carry a tag, a page at a time", "TaggedPage",
+                                         "The page.", 400, 404,
+                                         parameters=[ref("parameters", "worker"), ref("parameters", "tag"),
+                                                     ref("parameters", "taggedLimit"),
+                                                     ref("parameters", "taggedAfter")],
+                                         description="Read from each shard's tag index (docs/tags.md): a page costs "
+                                                     "the ids it reads, whatever the queue holds. Queued, busy "
+                                                     "and dead ids alike; an id leaves with its last copy."),
         f"{API}/search": _get("api_search", "Where an id is in every worker: queued, in processing, dead",
                               "SearchResult", "The workers that hold the id; an empty list when none does.", 400,
                               parameters=[ref("parameters", "searchedId"), ref("parameters", "searchFrom")],
@@ -1097,6 +1224,27 @@ def paths() -> Json:
                                    "Schedules", "The schedules, from the app or the registry servers keep.")
     for verb in ("pause", "resume", "run"):
         out[f"{API}/schedules/{{name}}/{verb}"] = _schedule_action(verb)
+    out.update(_groups_stats_paths(worker))
+    return out
+
+
+def _groups_stats_paths(worker: str) -> Json:
+    """A worker's groups, pausing one, and its day stats (their tables: openapi_groups_stats)."""
+    out: Json = {}
+    for suffix, operation_id, summary, schema, answer, errors, names in openapi_groups_stats.GETS:
+        out[f"{worker}/{suffix}"] = _get(operation_id, summary, schema, answer, *errors,
+                                         parameters=[ref("parameters", name) for name in names])
+    for verb, summary, description in openapi_groups_stats.GROUP_ACTIONS:
+        out[f"{worker}/groups/{{group}}/{verb}"] = {"post": {
+            "operationId": f"api_group_{verb}",
+            "summary": summary,
+            "description": f"{description} Recorded in the audit log as group/{verb}.",
+            "parameters": [ref("parameters", "worker"), ref("parameters", "group"), ref("parameters", "origin"),
+                           ref("parameters", "secFetchSite")],
+            "requestBody": {"required": False, "content": _json(_schema("NoParameters")),
+                            "description": "None at all, or an empty object as application/json."},
+            "responses": _responses("GroupPauseResult", "The group's state now.", 400, 404, 413, 415),
+        }}
     return out
 
 
@@ -1134,7 +1282,8 @@ def _matching_action(area: str) -> Json:
             "summary": f"Act on the {jobs} jobs a filter matches: count first, then confirm",
             "description": f"With dry_run: count the {jobs} jobs within min..max of order_by (all of them without "
                            "bounds) whose content matches error_class, error and payload when given (a search of "
-                           "every shard in short steps) and answer a token. With confirm: act on exactly the "
+                           "every shard in short steps), or whose id carries `tag` (from the tag index), and answer "
+                           "a token. With confirm: act on exactly the "
                            "jobs that count named, of them on those that still match (jobs that came to match "
                            "later are never touched). A token is used once and expires after 10 minutes; a "
                            "reused, expired or mismatched (409) or unknown (404) token touches nothing. "

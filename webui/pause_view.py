@@ -1,6 +1,6 @@
 """Pausing a worker's queue from the console and the API.
 
-Servers stop taking the queue's jobs within a heartbeat (``lowkiq.store.pausing``);
+Servers stop taking the queue's jobs within a heartbeat (``lowkiq.console.worker_pause``);
 producers keep enqueueing. The worker's pages learn the state from the tab
 counts they load anyway (one read of every shard and the paused queues), so a
 listing stays two round trips.
@@ -12,7 +12,7 @@ from flask import Response
 from werkzeug.wrappers.response import Response as BaseResponse
 
 from ..console import WorkerView
-from ..store import pausing
+from ..console.worker_pause import PAUSE, RESUME, set_paused
 from . import actor
 from .blueprint import bp
 from .http import back as back_to
@@ -21,18 +21,14 @@ from .state import console
 
 
 def _set(worker: str, verb: str, source: str) -> tuple[WorkerView, bool]:
-    c = console()
-    view = c.worker(worker)
-    change = pausing.pause if verb == pausing.PAUSE else pausing.resume
-    changed = change(c.client, view.info.queue_name, worker=view.name, who=actor.actor(), source=source)
-    return view, changed
+    return set_paused(console(), worker, verb, who=actor.actor(), source=source)
 
 
 def _page_action(worker: str, verb: str) -> BaseResponse:
     view = console().worker(worker)
     back = back_to(view)  # checked before acting: a bad one must not leave the action done and a 400
     view, changed = _set(worker, verb, "console")
-    if verb == pausing.PAUSE:
+    if verb == PAUSE:
         message = (f"Paused {view.name}: servers stop taking its jobs within a second; enqueueing goes on."
                    if changed else f"{view.name} was paused already.")
     else:
@@ -42,23 +38,23 @@ def _page_action(worker: str, verb: str) -> BaseResponse:
 
 @bp.post("/workers/<worker>/pause")
 def pause(worker: str) -> BaseResponse:
-    return _page_action(worker, pausing.PAUSE)
+    return _page_action(worker, PAUSE)
 
 
 @bp.post("/workers/<worker>/resume")
 def resume(worker: str) -> BaseResponse:
-    return _page_action(worker, pausing.RESUME)
+    return _page_action(worker, RESUME)
 
 
 @bp.post("/api/v1/workers/<worker>/pause")
 def api_pause(worker: str) -> Response:
     no_parameters("pause")
-    _, changed = _set(worker, pausing.PAUSE, "api")
+    _, changed = _set(worker, PAUSE, "api")
     return reply({"paused": True, "changed": changed})
 
 
 @bp.post("/api/v1/workers/<worker>/resume")
 def api_resume(worker: str) -> Response:
     no_parameters("resume")
-    _, changed = _set(worker, pausing.RESUME, "api")
+    _, changed = _set(worker, RESUME, "api")
     return reply({"paused": False, "changed": changed})

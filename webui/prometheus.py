@@ -17,9 +17,7 @@ written, so a Redis that does not answer gives a 503, never half an exposition.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from flask import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -27,10 +25,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..console import Console, WorkerView
-from ..console.busy import over_time_limit
-from ..store import ownership
-from ..store.membership import Member
-from ..store.metrics import QueueMetrics
+from ..console.scrape import Reading, read, shards_served
+from ..console.terms import QueueMetrics
 from .blueprint import bp
 from .schedule_metrics import ScheduleCollector
 from .state import console, settings
@@ -58,28 +54,6 @@ QUEUE_COUNTERS: tuple[tuple[str, str, Callable[[QueueMetrics], float]], ...] = (
     ("lowkiq_dropped_payloads_total", "Payloads a per-id cap dropped (max_payloads_per_id with payload_overflow "
      "drop_oldest); 0 without a cap", lambda m: m.dropped),
 )
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One scrape's worth of what Redis holds."""
-
-    rows: list[tuple[WorkerView, QueueMetrics]]
-    members: list[Member]
-    broken: int
-    now: float
-    seconds: float  # how long reading Redis took
-    # worker name -> performs past its time_limit, for workers with one (console.busy.over_time_limit)
-    over_time_limit: dict[str, int]
-
-
-def read(c: Console) -> Reading:
-    started = time.monotonic()
-    now = c.clock()
-    rows, members = c.metrics_and_members(now, groups=True)  # a second round trip only when a shard holds groups
-    broken = len(c.broken())
-    over = over_time_limit(c, rows)  # a second round trip only when a worker with a time_limit is busy
-    return Reading(rows, members, broken, now, time.monotonic() - started, over)
 
 
 class QueueCollector(Collector):
@@ -123,10 +97,10 @@ class QueueCollector(Collector):
         # reading every shard's lease would cost a second round trip.
         owned = GaugeMetricFamily("lowkiq_shards_owned", "Shards whose lease a live server held at its last "
                                   "heartbeat", labels=WORKER_LABELS)
-        covered = ownership.coverage(reading.members, {v.info.queue_name: v.info.shards_count for v, _ in rows})
+        served = shards_served(reading, [view for view, _ in rows])
         for view, _ in rows:
             shards.add_metric(_labels(view), view.info.shards_count)
-            owned.add_metric(_labels(view), covered[view.info.queue_name].served)
+            owned.add_metric(_labels(view), served[view.info.queue_name])
         yield shards
         yield owned
 

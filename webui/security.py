@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask, Response, current_app, g, jsonify, request, session, url_for
 
-from ..store.keys import webui_secret_string
+from ..console import signing_secret
 from . import hosts, proxy
 from .settings import ConsoleSettings
 from .state import settings, state
@@ -82,13 +82,9 @@ def secret_key() -> bytes:
         return configured.encode() if isinstance(configured, str) else bytes(configured)
     st = state()
     if st.stored_secret_key is None:
-        client = st.console(settings().redis_timeout).client
-        key = webui_secret_string()
-        client.set(key, secrets.token_hex(32), nx=True)
-        stored = client.get(key)
-        st.stored_secret_key = stored.encode() if isinstance(stored, str) else stored
+        st.stored_secret_key = signing_secret.stored(st.console(settings().redis_timeout))
     if not st.stored_secret_key:  # deleted between the two commands: never sign with an empty key
-        raise RuntimeError(f"the console's secret {webui_secret_string()!r} vanished from Redis; reload the page")
+        raise RuntimeError(f"the console's secret {signing_secret.key_name()!r} vanished from Redis; reload the page")
     return st.stored_secret_key
 
 

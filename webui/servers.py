@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from flask import Response
 
-from ..console.servers import server_json, worker_names
-from ..store import membership
+from ..console.servers import live, server_json, worker_names
 from .blueprint import bp
 from .http import page, reply
 from .state import console
@@ -14,7 +13,7 @@ from .state import console
 @bp.get("/servers")
 def servers() -> Response:
     c = console()
-    members = membership.live(c.client)
+    members = live(c)
     return page("lowkiq/servers.html", servers=members, names=worker_names(c), now=c.clock())
 
 
@@ -22,4 +21,4 @@ def servers() -> Response:
 def api_servers() -> Response:
     c = console()
     names = worker_names(c)
-    return reply({"servers": [server_json(m, names) for m in membership.live(c.client)]})
+    return reply({"servers": [server_json(m, names) for m in live(c)]})

@@ -12,18 +12,16 @@ whose queue still holds jobs is refused too: its jobs would vanish from the cons
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from flask import url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from ..console import Console, WorkerView
-from ..store import audit, registry
-from ..store.keys import QueueKeys, registry_hash
-from ..store.membership import Member
-from ..store.metrics import MetricsReader
-from ..store.registry import WorkerInfo
+from ..console import Console, WorkerView, audit_log
+from ..console.stale import entry_now, forget_unchanged, is_stale, queue_now, served_queues
+from ..console.stale import stale_workers as stale_among
+from ..console.terms import Member, WorkerInfo
 from .actor import actor
 from .blueprint import bp
 from .formatting import duration, relative
@@ -31,25 +29,10 @@ from .http import flash_back
 from .state import console, settings
 
 
-def served_queues(members: Iterable[Member]) -> set[str]:
-    """The queues some live server serves."""
-    return {queue for m in members for queue, _ in m.queues}
-
-
-def is_stale(info: WorkerInfo, served: set[str], now: float, after: float) -> bool:
-    """The one rule, for the dashboard's mark and for forget: no live server serves the worker's queue,
-    and nothing registered it for ``after`` seconds."""
-    return info.queue_name not in served and now - info.registered_at > after
-
-
 def stale_workers(c: Console, rows: Sequence[tuple[WorkerView, Any]], members: Sequence[Member],
                   now: float) -> set[str]:
-    """Names of the stale workers among ``rows``; none for an app-configured console (its code defines them)."""
-    if c.source != "registry":
-        return set()
-    served = served_queues(members)
-    after = settings().stale_after
-    return {view.name for view, _ in rows if is_stale(view.info, served, now, after)}
+    """Names of the stale workers among ``rows``, after LOWKIQ_WEB_STALE_AFTER (lowkiq.console.stale)."""
+    return stale_among(c, rows, members, now, settings().stale_after)
 
 
 @bp.post("/workers/<worker>/forget")
@@ -65,15 +48,14 @@ def _forget(c: Console, view: WorkerView) -> str:
     if c.source != "registry":
         return f"{refused} this console shows the workers its app defines, and those are never stale."
     # The entry as it is now, not as the console's registry cache last read it: a server may have started.
-    raw = c.client.hget(registry_hash(), view.name)
-    if raw is None:
+    entry = entry_now(c, view.name)
+    if entry is None:
         return f"{view.name} was already forgotten."
-    info = registry.parse(view.name, raw)
+    raw, info = entry
     if not isinstance(info, WorkerInfo):
         return f"{refused} its registry entry changed and cannot be used: {info.problem}"
     now = c.clock()
-    [m], _, members = MetricsReader(c.client).read_with_members([QueueKeys(info.queue_name, info.shards_count)], now,
-                                                               with_info=False)
+    m, members = queue_now(c, info, now)
     served = served_queues(members)
     after = settings().stale_after
     if not is_stale(info, served, now, after):
@@ -89,8 +71,8 @@ def _forget(c: Console, view: WorkerView) -> str:
         return (f"{refused} its queue still holds {held:,} jobs "
                 f"({m.length:,} queued, {m.busy:,} busy, {m.morgue_length:,} dead).")
     # Only the entry just checked: one a server wrote since (it started meanwhile) stays.
-    if not registry.forget_unchanged(c.client, view.name, raw):
+    if not forget_unchanged(c, view.name, raw):
         return f"{refused} its registry entry changed meanwhile (registered again, or forgotten); reload and see."
-    audit.record(c.client, who=actor(), source="console", action="forget", worker=view.name, count=0,
-                 scope="registry entry")
+    audit_log.record(c, who=actor(), source="console", action="forget", worker=view.name, count=0,
+                     scope="registry entry")
     return f"Forgot worker {view.name}."

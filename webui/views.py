@@ -9,12 +9,12 @@ from urllib.parse import urlsplit
 from flask import Response, abort, redirect, render_template, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
-from ..console import AREA_ORDERS, Console, WorkerView, finding, histories, listing
+from ..console import AREA_ORDERS, Console, WorkerView, finding, histories, listing, minute_totals
+from ..console import groups as console_groups
 from ..console.busy import THREAD_PERFORMS, stoppable
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
-from ..store import history
-from ..store.confirmations import ConfirmationRefused
+from ..console.terms import ConfirmationRefused
 from . import actor, formatting, history_chart
 from .blueprint import bp
 from .dashboard import dashboard_data
@@ -45,8 +45,8 @@ def dashboard_history() -> str:
     c = console()
     hours = history_chart.window()
     now = c.clock()
-    per_queue = history_chart.read(c.client, [view.info.queue_name for view in c.workers()], hours, now)
-    past = history_chart.build(history.combine(per_queue.values()), hours, now)
+    per_queue = history_chart.read(c, [view.info.queue_name for view in c.workers()], hours, now)
+    past = history_chart.build(minute_totals.combine(per_queue.values()), hours, now)
     return render_template("lowkiq/_history_panel.html", history=past, windows=history_chart.WINDOWS, hours=hours)
 
 
@@ -88,6 +88,8 @@ def morgue(worker: str) -> Response:
 def _shown(c: Console, view: WorkerView, area: str, args: listing.Listing) -> listing.Shown:
     """A page of ``area``: a content search's page (bounded, with its progress), else a page of the index with
     what the bulk buttons would touch counted in the same round trip, before the operator confirms."""
+    if args.tag:
+        return listing.tagged(functools.partial(c.tagged_rows, view, area), args)
     if args.content:
         return listing.search(functools.partial(c.search, view, area), args)
     query = c.queries(view).morgue if area == "morgue" else c.queries(view).enqueued
@@ -123,7 +125,8 @@ def _matching(worker: str, area: str, verb: str) -> BaseResponse:
     back = back_to(view)
     orders, default, _ = AREA_ORDERS[area]
     args = listing.parse(request.form, orders, default_order=default, default_limit=PAGE_SIZES[0])
-    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content}
+    bounds: dict[str, Any] = {"min": args.min or None, "max": args.max or None, "content": args.content,
+                              "tag": args.tag}
     kind = "dead job" if area == "morgue" else "queued job"
     token = request.form.get("confirm", "")
     if not token:
@@ -210,8 +213,9 @@ def worker_counts(worker: str) -> str:
     [(_, metrics)] = c.metrics([view], groups=True)  # a second round trip only when a shard holds groups
     now = c.clock()
     hours = history_chart.WINDOWS[0]
-    minutes = history_chart.read(c.client, [view.info.queue_name], hours, now)[view.info.queue_name]
+    minutes = history_chart.read(c, [view.info.queue_name], hours, now)[view.info.queue_name]
     return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""),
+                           waiting=c.waiting_count(view), paused_groups=console_groups.paused(c, view),
                            now=now, next_url=_current_page(view), history=history_chart.build(minutes, hours, now))
 
 
@@ -261,14 +265,15 @@ def job(worker: str, job_id: str) -> Response:
     in_processing = q.busy_job(job_id)
     found = {"queued": q.job(job_id), "busy": in_processing, "morgue": q.morgue_job(job_id)}
     shown = histories.of(c, view, job_id)
-    status = 200 if any(found.values()) or shown.history.events else 404
+    waiting = c.waiting(view, job_id)
+    status = 200 if any(found.values()) or waiting or shown.history.events else 404
     busy = None
     if in_processing is not None:  # which server performs it, since when: one more read, only then
         from ..console.busy import busy_jobs
 
         busy = busy_jobs(c, view, [in_processing])[1][0]
     return page("lowkiq/job.html", view=view, job_id=job_id, found=found, shown=shown, tab="", now=c.clock(),
-                status=status,
+                status=status, waiting=waiting, dependents=c.dependents(view, job_id), tags=c.tags_of(view, job_id),
                 lease=busy.lease if busy else None, busy=busy, time_limit=view.info.time_limit)
 
 

@@ -33,23 +33,10 @@ from ..server import MetricsPortError, NoWorkers, Server, signals
 from ..server.cpu_pinning import PinningError, check
 from ..store import layout
 from ..transport import TopologyError
+from .commands import COMMANDS as COMMANDS
+from .commands import OPS_COMMANDS as OPS_COMMANDS
 
 EXIT_USAGE = 2
-# Subcommands of the ops CLI (lowkiq/cli/ops.py) and what each does, kept here so that starting a server
-# never imports it; `lowkiq --help` lists them, and ops.py's own help says the same.
-COMMANDS = {
-    "stats": "every worker's numbers and the live servers",
-    "servers": "live server processes and the shards each holds",
-    "jobs": "find a job by id (jobs find ID), its history (jobs history ID), list a worker's queued, busy or "
-            "dead jobs (jobs list WORKER), its hot ids (jobs hot WORKER), or stop a process-isolated perform "
-            "(jobs stop WORKER ID)",
-    "morgue": "requeue or delete dead jobs: by id, by filter or all, with a dry run first",
-    "pause": "stop servers taking a worker's jobs (enqueueing goes on)",
-    "resume": "let servers take a paused worker's jobs again",
-    "schedules": "recurring schedules: list them, or pause, resume or run one now",
-    "audit": "the newest operator actions",
-}
-OPS_COMMANDS = tuple(COMMANDS)
 
 
 log = logging.getLogger("lowkiq.cli")

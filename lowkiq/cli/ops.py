@@ -1,4 +1,4 @@
-"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit``: what the console shows and does, from a shell.
+"""``lowkiq stats|servers|jobs|morgue|pause|resume|schedules|audit|groups``: what the console shows and does, from a shell.
 
 They read the same Redis as the console (``--redis-url``, ``--app``, else
 LOWKIQ_APP, LOWKIQ_REDIS_URL, REDIS_URL, else the embedded Redis) through the same
@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import redis
 
-from ..store import audit
-from ..store.confirmations import ConfirmationRefused
-from ..store.queries import MORGUE_ORDERS
+from ..console.audit_log import read as read_audit_log
+from ..console.audit_log import record as record_action
+from ..console.terms import MORGUE_ORDERS, ConfirmationRefused
 from ..transport import TopologyError
-from . import COMMANDS, human
+from . import human
 from . import id_history as id_history_text
+from .commands import COMMANDS
 from .human import Style
 
 if TYPE_CHECKING:
@@ -87,7 +88,11 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--utc", action="store_true", help="times in UTC (default: the local time zone)")
     p = _Parser(prog="lowkiq", description="Operate lowkiq's queues from a shell.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("stats", parents=[common], help=COMMANDS["stats"])
+    day_stats = sub.add_parser("stats", parents=[common], help=COMMANDS["stats"])
+    day_stats.add_argument("worker", nargs="?", help="one worker's wait and run times of a day instead")
+    day_stats.add_argument("--day", metavar="YYYY-MM-DD", help="with WORKER: the UTC day (default: today)")
+    group_words = sub.add_parser("groups", parents=[common], help=COMMANDS["groups"])
+    group_words.add_argument("words", nargs="+", metavar="WORKER | pause|resume WORKER GROUP")
     sub.add_parser("servers", parents=[common], help=COMMANDS["servers"])
     jobs = sub.add_parser("jobs", parents=[common], help=COMMANDS["jobs"])
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
@@ -98,6 +103,13 @@ def parser() -> argparse.ArgumentParser:
     history.add_argument("id")
     history.add_argument("--worker", default="", help="only this worker's history of the id")
     history.add_argument("--limit", type=int, default=50, help="events per worker at most, newest (default 50)")
+    tagged = jobs_sub.add_parser("tagged", parents=[common],
+                                 help="the ids that carry a tag, in every worker: queued, busy, dead")
+    tagged.add_argument("tag")
+    tagged.add_argument("--worker", default="", help="only this worker's ids")
+    tagged.add_argument("--limit", type=int, default=50, help="ids per worker at most (default 50)")
+    tagged.add_argument("--after", metavar="CURSOR", default="",
+                        help="with --worker: go on where a previous page stopped (the cursor it printed)")
     stop = jobs_sub.add_parser("stop", parents=[common],
                                help="stop a busy job's perform (isolation = \"process\"): its child process is "
                                     "killed and the batch fails with PerformStopped (the retry rules apply)")
@@ -237,8 +249,16 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
     from ..console.listing import BadInput
 
     try:
+        if args.command == "stats" and args.worker:
+            from .groups_stats import stats as day_stats
+            return Shown(*day_stats(c, args.worker, args.day))
         if args.command == "stats":
+            if args.day:
+                raise OpsError("--day needs a worker: lowkiq stats WORKER --day YYYY-MM-DD")
             return stats(c)
+        if args.command == "groups":
+            from .groups_stats import groups
+            return Shown(*groups(c, args.words, who=_user()))
         if args.command == "servers":
             return servers(c)
         if args.command == "audit":
@@ -247,6 +267,8 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
             return find(c, args.id)
         if args.command == "jobs" and args.jobs_command == "history":
             return id_history(c, args.id, args.worker, _limit(args.limit))
+        if args.command == "jobs" and args.jobs_command == "tagged":
+            return tagged_jobs(c, args.tag, args.worker, _limit(args.limit), args.after)
         if args.command == "jobs" and args.jobs_command == "stop":
             return stop_perform(c, args)
         if args.command == "jobs" and args.jobs_command == "hot":
@@ -306,11 +328,10 @@ def _paused(paused: dict[str, Any] | None, style: Style) -> str:
 
 
 def servers(c: Console) -> Shown:
-    from ..console.servers import server_json, worker_names
-    from ..store import membership
+    from ..console.servers import live, server_json, worker_names
 
     names = worker_names(c)
-    data = {"servers": [server_json(m, names) for m in membership.live(c.client)]}
+    data = {"servers": [server_json(m, names) for m in live(c)]}
 
     def text(style: Style) -> str:
         if not data["servers"]:
@@ -415,6 +436,38 @@ def hot_ids(c: Console, worker: str) -> Shown:
     return Shown(data, text)
 
 
+def tagged_jobs(c: Console, tag: str, worker: str, limit: int, after: str) -> Shown:
+    """The ids tagged ``tag`` in every worker (or in ``worker``), a page of each, read from the tag indexes."""
+    if after and not worker:
+        raise OpsError("--after goes on in one worker's pages: give it with --worker")
+    views = [c.worker(worker)] if worker else c.workers()
+    found: list[dict[str, Any]] = []
+    for view in views:
+        page = c.tagged(view, tag, limit=limit, after=after or None)
+        if page.jobs or worker:
+            found.append({"worker": view.name, "jobs": [job.as_json() for job in page.jobs], "next": page.next})
+    data = {"tag": tag, "found": found}
+    if not any(entry["jobs"] for entry in found):
+        where = f"worker {worker}" if worker else "any worker"
+        return Shown(data, lambda style: "", EXIT_NOT_FOUND, f"no id tagged {tag!r} in {where}")
+
+    def text(style: Style) -> str:
+        blocks = []
+        for entry in found:
+            jobs = entry["jobs"]
+            rows = [[job["id"], ", ".join(w for w in ("queued", "busy", "dead") if job[w]), ", ".join(job["tags"])]
+                    for job in jobs]
+            block = (f"{entry['worker']}: {human.plural(len(jobs), 'id')} tagged {human.cell(tag, clip=False)}\n"
+                     + human.table(["id", "where", "tags"], rows))
+            if entry["next"]:
+                block += (f"\nfor more, add: --worker {shlex.quote(entry['worker'])} "
+                          f"--after {shlex.quote(entry['next'])}")
+            blocks.append(block)
+        return "\n\n".join(blocks)
+
+    return Shown(data, text)
+
+
 def _job_text(job: dict[str, Any], style: Style) -> str:
     """One job as a card: where it is, its times, its error, each payload on its line, the traceback below."""
     pairs = [("id", human.cell(job["id"], clip=False))]
@@ -480,7 +533,7 @@ def _order_text(shown: Any) -> str:
 def _searched(c: Console, view: Any, kind: str, shown: Any, content: Any, scan: str, limit: int) -> Shown:
     """A page of a content search: it examines a bounded number of jobs, so it may show fewer than --limit
     while more follow; it says how far it got and the --scan that goes on."""
-    from ..store.search import Continuation
+    from ..console.terms import Continuation
 
     try:
         after = Continuation.decode(scan) if scan else None
@@ -580,11 +633,9 @@ def stop_perform(c: Console, args: argparse.Namespace) -> Shown:
 
 
 def pause_or_resume(c: Console, verb: str, worker: str) -> Shown:
-    from ..store import pausing
+    from ..console.worker_pause import set_paused
 
-    view = c.worker(worker)
-    change = pausing.pause if verb == "pause" else pausing.resume
-    changed = change(c.client, view.info.queue_name, worker=view.name, who=_user(), source="cli")
+    view, changed = set_paused(c, worker, verb, who=_user(), source="cli")
     data = {"worker": view.name, "paused": verb == "pause", "changed": changed}
     if verb == "pause":
         said = (f"{view.name} paused: servers stop taking its jobs within a heartbeat; enqueueing goes on"
@@ -634,7 +685,7 @@ def _schedules_text(rows: list[dict[str, Any]], style: Style) -> str:
 
 
 def audit_log(c: Console, limit: int) -> Shown:
-    entries = [entry.as_json() for entry in audit.read(c.client, limit)]
+    entries = [entry.as_json() for entry in read_audit_log(c, limit)]
 
     def text(style: Style) -> str:
         if not entries:
@@ -759,8 +810,7 @@ def _morgue_ids(c: Console, view: Any, verb: str, args: argparse.Namespace) -> S
     actions = c.actions(view, _user())
     started = time.monotonic()
     touched = actions.morgue_requeue(ids) if verb == "requeue" else actions.morgue_delete(ids)
-    audit.record(c.client, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=touched,
-                 ids=ids)
+    record_action(c, who=_user(), source="cli", action=f"morgue/{verb}", worker=view.name, count=touched, ids=ids)
     seconds = round(time.monotonic() - started, 3)
     data = {"worker": view.name, "action": f"morgue/{verb}", "touched": touched, "seconds": seconds}
     return Shown(data, lambda style: f"{_past(verb)} {human.plural(touched, 'dead job')} of {view.name} ({scope}) "

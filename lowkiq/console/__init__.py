@@ -24,6 +24,7 @@ from .. import app_file, connection
 from ..config import redis_url_from
 
 # Raised here; defined with every error users may catch, and importable from here too.
+from ..errors import BadInput
 from ..errors import UnknownWorker as UnknownWorker
 from ..runtime import Runtime
 from ..serializers import load_error as default_load_error
@@ -35,12 +36,15 @@ from ..store.confirmations import Confirmations, Pending
 from ..store.keys import QueueKeys
 from ..store.membership import Member
 from ..store.metrics import CONSOLE_SHARD_BUDGET, FULL, STATS, MetricsReader, QueueMetrics
-from ..store.queries import ENQUEUED_ORDERS, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES, Queries
+from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES, Queries
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import Bounds, Content, Continuation, Search
+from ..store.tags import TaggedPage, Tags
 from ..transport import Transport
 from .operations import MATCHING
 from .schedules import ScheduleConsole, from_app
+from .waiting import Dependent, WaitingVersion, dependents, waiting_count, waiting_versions
+from .waiting import WaitingOn as WaitingOn
 
 
 class AreaOrder(NamedTuple):
@@ -198,13 +202,16 @@ class Console:
         return Actions(self.client, view.keys, clock=self.clock, actor=actor)
 
     def count_matching(self, view: WorkerView, area: str, verb: str, order_by: str, *, min: Any = None,
-                       max: Any = None, content: Content | None = None) -> Pending:
+                       max: Any = None, content: Content | None = None, tag: str = "") -> Pending:
         """The dry run of a "matching" action (``MATCHING_VERBS[area][verb]``): the jobs of ``area``
         ("morgue" or "enqueued") within ``min``..``max`` of ``order_by`` (all without bounds), and whose
         ``content`` matches when given, are counted, and their ids kept under a token that confirms acting
-        on exactly those (``act_on_counted``). A content filter is a search of every shard in short steps."""
+        on exactly those (``act_on_counted``). A content filter is a search of every shard in short steps;
+        a ``tag`` (alone: no bounds, no content) counts the area's ids that carry it, from the tag index."""
         _matching_method(area, verb)
-        scope = _scope(view, area, verb, order_by, min, max, content)
+        scope = _scope(view, area, verb, order_by, min, max, content, tag)
+        if tag:
+            return Confirmations(self.client).create(scope, self.tagged_ids(view, area, tag))
         if content:
             return Confirmations(self.client).create(scope, self.matching_ids(view, area, content, order_by,
                                                                               min=min, max=max))
@@ -214,8 +221,8 @@ class Console:
         return Confirmations(self.client).create(scope, chunks)
 
     def act_on_counted(self, view: WorkerView, area: str, verb: str, order_by: str, token: str, *, min: Any = None,
-                       max: Any = None, content: Content | None = None, who: str, source: str, action: str,
-                       scope: str) -> Counted:
+                       max: Any = None, content: Content | None = None, tag: str = "", who: str, source: str,
+                       action: str, scope: str) -> Counted:
         """Act on the jobs the dry run of ``token`` counted, and of those on the ones that still match the
         filter (content included): a job that came to match after the count is never touched. In chunks of
         MATCHING_CHUNK ids (CONTENT_CHUNK with a content filter), each its own short script, audited as
@@ -223,9 +230,9 @@ class Console:
         the first chunk, and one when it ends or is cut off. Raises ConfirmationRefused (touching nothing,
         recording nothing) for a token that was used, has expired, was never issued or counted another action."""
         act = getattr(self.actions(view, who), _matching_method(area, verb))
-        confirmed = _scope(view, area, verb, order_by, min, max, content)
+        confirmed = _scope(view, area, verb, order_by, min, max, content, tag)
         counted, chunks = Confirmations(self.client).take(token, confirmed)
-        within = Filter(order_by, min, max, content=content or None, area=area)
+        within = Filter(order_by, min, max, content=content or None, area=area, tag=tag)
         step = CONTENT_CHUNK if content else MATCHING_CHUNK
 
         def run(progress: Callable[[int], None]) -> int:
@@ -305,6 +312,55 @@ class Console:
                     found.append(Found(view, where, job))
         return found
 
+    def waiting(self, view: WorkerView, job_id: str) -> list[WaitingVersion]:
+        """The id's versions waiting for their dependencies (``after``), each with where those are now."""
+        return waiting_versions(self, view, job_id)
+
+    def dependents(self, view: WorkerView, job_id: str) -> list[Dependent]:
+        """The versions of other ids waiting for this id's versions (``after``), until they are performed."""
+        return dependents(self, view, job_id)
+
+    def waiting_count(self, view: WorkerView) -> int:
+        """How many of the worker's ids have a version waiting for dependencies."""
+        return waiting_count(self, view)
+
+    # ---- tags (docs/tags.md) ----------------------------------------------
+
+    def tagged(self, view: WorkerView, tag: str, *, limit: int, after: str | None = None) -> TaggedPage:
+        """A page of the ids of ``view`` tagged ``tag`` (each once across the pages; ``after`` is a previous
+        page's ``next``), read from the shards' tag indexes: it costs the tag's ids, not the queue's size.
+        Raises BadInput for a tag no job may carry, a bad cursor or a limit outside 1..MAX_LIMIT."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise BadInput(f"limit must be in 1..{MAX_LIMIT}, got {limit}")
+        try:
+            return Tags(self.client, view.keys).page(tag, limit=limit, after=after)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+
+    def tagged_rows(self, view: WorkerView, area: str, tag: str, *, limit: int,
+                    after: str | None = None) -> tuple[list[Any], str | None]:
+        """A page of the tab ``area`` ("enqueued" or "morgue") filtered by ``tag``: the area's jobs among a page of
+        the tag's ids (each job cut to a row's bytes), and the cursor of the next page (None after the last)."""
+        page = self.tagged(view, tag, limit=limit, after=after)
+        ids = [job.id for job in page.jobs if (job.dead if area == "morgue" else job.queued)]
+        q = self.queries(view)
+        fetch = q.morgue_jobs if area == "morgue" else q.jobs
+        return [job for job in fetch(ids, cap=ROW_BYTES, error_cap=ROW_ERROR_BYTES) if job is not None], page.next
+
+    def tagged_ids(self, view: WorkerView, area: str, tag: str) -> Iterator[list[str]]:
+        """Every id of ``area`` that carries ``tag``, a page of the tag index at a time."""
+        after = None
+        while True:
+            page = self.tagged(view, tag, limit=MATCHING_CHUNK, after=after)
+            yield [job.id for job in page.jobs if (job.dead if area == "morgue" else job.queued)]
+            if page.next is None:
+                return
+            after = page.next
+
+    def tags_of(self, view: WorkerView, job_id: str) -> tuple[str, ...]:
+        """The tags of an id of ``view``: the union of its versions' while any copy of it is left."""
+        return Tags(self.client, view.keys).of(job_id)
+
     # ---- numbers --------------------------------------------------------
 
     def metrics(self, views: list[WorkerView] | None = None, *, full: bool = True,
@@ -349,13 +405,13 @@ def _matching_method(area: str, verb: str) -> str:
 
 
 def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max: Any,
-           content: Content | None = None) -> dict[str, str]:
+           content: Content | None = None, tag: str = "") -> dict[str, str]:
     """What a confirmation token confirms, field by field (the confirmed request must say the same)."""
     content = content or Content()
     return {"worker": view.name, "area": area, "action": verb, "order_by": order_by,
             "min": "" if min is None else str(min), "max": "" if max is None else str(max),
             "error_class": content.error_class, "error": content.error, "payload": content.payload,
-            "match_case": content.case_arg()}
+            "match_case": content.case_arg(), "tag": tag}
 
 
 def _bounds(order_by: str, min: Any, max: Any) -> Bounds:

@@ -44,6 +44,10 @@ class Listing:
     match_case: bool = False
     # Where a content search goes on (a Continuation's text); a content listing pages forwards only.
     scan: str = ""
+    # A tag filter (docs/tags.md): the area's ids that carry it, read from the tag index, shard by shard and by
+    # id in each; ``tag_after`` is where its next page goes on (a tag page's ``next``).
+    tag: str = ""
+    tag_after: str = ""
 
     @property
     def content(self) -> Content:
@@ -51,8 +55,8 @@ class Listing:
 
     @property
     def bounded(self) -> bool:
-        """Whether the listing filters at all (bounds or content): its bulk buttons say "matching", not "all"."""
-        return bool(self.min or self.max or self.content)
+        """Whether the listing filters at all (bounds, content or a tag): its bulk buttons say "matching", not "all"."""
+        return bool(self.min or self.max or self.content or self.tag)
 
     def args(self, **changes: Any) -> dict[str, str]:
         """URL query arguments of this listing (with changes), leaving out empty ones."""
@@ -65,7 +69,7 @@ class Listing:
             out["after"] = listing.after.encode()
         if listing.before is not None:
             out["before"] = listing.before.encode()
-        for name in (*CONTENT_FIELDS, "scan"):
+        for name in (*CONTENT_FIELDS, "scan", "tag", "tag_after"):
             if getattr(listing, name):
                 out[name] = getattr(listing, name)
         if listing.match_case and listing.content:
@@ -73,7 +77,7 @@ class Listing:
         return out
 
     def first_page(self) -> Listing:
-        return replace(self, after=None, before=None, scan="")
+        return replace(self, after=None, before=None, scan="", tag_after="")
 
 
 def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: str, default_limit: int,
@@ -110,6 +114,9 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
             raise BadInput(f"scan: {exc}") from None
     if content and (after or before):
         raise BadInput("a content search pages with scan (the continuation it answered), not after or before")
+    tag, tag_after = tag_filter(args)
+    if tag and (content or after or before or args.get("min", "").strip() or args.get("max", "").strip()):
+        raise BadInput("a tag filter stands alone: give it without min, max, after, before or a content filter")
     return Listing(
         order_by=order_by,
         desc=desc,
@@ -123,7 +130,24 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
         payload=content.payload,
         match_case=content.match_case,
         scan=scan,
+        tag=tag,
+        tag_after=tag_after,
     )
+
+
+def tag_filter(args: Mapping[str, Any]) -> tuple[str, str]:
+    """A request's tag filter and where its page goes on (``tag``, ``tag_after``), checked: BadInput says why."""
+    from ..store.tags import check_tag
+
+    tag, after = args.get("tag") or "", args.get("tag_after") or ""
+    if after and not tag:
+        raise BadInput("tag_after goes on with a tag filter: give it with tag")
+    if tag:
+        try:
+            check_tag(tag)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from None
+    return tag, after
 
 
 def searched_id(text: str) -> str:
@@ -244,6 +268,14 @@ def search(query: Callable[..., tuple[list[Any], Found]], listing: Listing) -> S
     following = replace(listing, scan=found.next.encode()) if found.next else None
     return Shown(rows=rows, listing=listing, next=following, previous=None, examined=found.examined,
                  total=found.total)
+
+
+def tagged(query: Callable[..., tuple[list[Any], str | None]], listing: Listing) -> Shown:
+    """A page of a tag filter (``Console.tagged_rows`` of one view and area): the next page goes on where this
+    one stopped; a page may come short of the limit with more to follow."""
+    rows, following = query(listing.tag, limit=listing.limit, after=listing.tag_after or None)
+    return Shown(rows=rows, listing=listing, next=replace(listing, tag_after=following) if following else None,
+                 previous=None)
 
 
 def fetch(query: Callable[..., Page[Any]], listing: Listing) -> Shown:

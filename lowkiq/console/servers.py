@@ -21,6 +21,11 @@ def long_perform_seconds() -> float:
     return current.settings.long_perform if current is not None else Settings.long_perform
 
 
+def live(c: Console) -> list[Member]:
+    """The live server processes, each with the shards it holds (from their heartbeats)."""
+    return membership.live(c.client)
+
+
 def worker_names(c: Console) -> dict[str, str]:
     """queue name -> worker name, for the workers this console knows."""
     return {view.info.queue_name: view.name for view in c.workers()}

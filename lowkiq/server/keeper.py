@@ -31,6 +31,9 @@ from ..worker import Shard
 from . import group_limits
 from .assignment import MemberView, ShardId, assign, split_among_threads
 from .duties import Duties, Failure
+from .duties.day_stats_flush import DayStatsFlush
+from .duties.dependency_audit import DependencyAudit
+from .duties.dependency_releases import DependencyReleases
 from .duties.id_history_trim import IdHistoryTrim
 from .duties.minute_totals import MinuteTotals
 from .duties.replica_counts import ReplicaCounts
@@ -101,7 +104,10 @@ class Keeper:
         trim = IdHistoryTrim(self.wire, self.holdings, self.workers, self.redis_clock)
         trim_after_a_while = {trim.name: time.monotonic() + trim.every}  # nothing to trim at start-up
         self.duties = Duties([d for d in (self.schedule_ticks, ReplicaCounts(self.client, self.holdings),
-                                          MinuteTotals(self.client, self.workers, runtime.clock), trim)
+                                          MinuteTotals(self.client, self.workers, runtime.clock), trim,
+                                          DayStatsFlush(self.client),
+                                          DependencyReleases(self.client, self.holdings),
+                                          DependencyAudit(self.client, self.holdings, self.workers, self.redis_clock))
                               if d is not None], report=self.duty_failed)
         self.duties.next_at.update(trim_after_a_while)
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)
@@ -409,6 +415,7 @@ class Keeper:
             if rest:
                 self.release(rest)
             self.wire.call(*membership.leave_call(self.member_id))
+            DayStatsFlush(self.client).run()  # the last second's wait and run times
         except REDIS_ERRORS as exc:
             log.warning("keeper: could not leave cleanly (%s); the leases expire in %.0f s",
                         exc, self.settings.lease_ttl)

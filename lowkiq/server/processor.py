@@ -189,7 +189,8 @@ class Processor:
         if self.pool is not None:
             self._pool_step(self.pool)
             return
-        self.wake.clear()
+        if self.wake.is_set():
+            self.wake.clear()
         if self.moved or self.wire.transport.generation != self.generation:
             self._followed()
         # Recover before handing any shard on: a batch whose write went unanswered may sit in the
@@ -408,7 +409,8 @@ class Processor:
     # -- the pool (no splitter): see lowkiq.server.shard_pool ------------------------------------------------
 
     def _pool_step(self, pool: ShardPool) -> None:
-        self.wake.clear()
+        if self.wake.is_set():  # Event.clear takes a lock: not on every batch
+            self.wake.clear()
         if self.leaving:
             self._pool_finish_leaving(pool)
         if self.moved or self.wire.transport.generation != self.generation:

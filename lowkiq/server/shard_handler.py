@@ -25,6 +25,7 @@ from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from ..worker import Worker
 from . import isolation
+from .duties.day_stats_flush import TALLY
 from .group_limits import GroupLimits
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ class ShardHandler:
                       extra=self._fields(list(batch), error_class=type(exc).__name__))
             self._fail_and_stop(taken, exc, time.perf_counter() - started)
         self._done(armed)
-        return self._performed(batch, started)
+        return self._performed(taken, batch, started)
 
     def _done(self, armed: isolation.Armed | None) -> None:
         # Again after the perform's own disarm: the limit may have fired between the perform's return
@@ -174,7 +175,8 @@ class ShardHandler:
             isolation.WATCHDOG.disarm(armed)
         job_context.leave()
 
-    def _performed(self, batch: dict[str, list[Any]], started: float) -> Ack:
+    def _performed(self, taken: Taken, batch: dict[str, list[Any]], started: float) -> Ack:
+        TALLY.record(self.name, [job.perform_in for job in taken.jobs], self.clock(), time.perf_counter() - started)
         if self.events.active:
             self.events.emit("performed", worker=self.name, shard=self.shard.index, ids=list(batch),
                              seconds=time.perf_counter() - started)
@@ -207,7 +209,7 @@ class ShardHandler:
         self.child_pid = slot.last_pid
         seconds = time.perf_counter() - started
         if outcome.kind == "ok":
-            return self._performed(batch, started)
+            return self._performed(taken, batch, started)
         if outcome.kind == "expired":
             self._put_back(taken)
             return None
@@ -280,6 +282,8 @@ class ShardHandler:
         """
         worker = self.worker
         now = self.clock()
+        if seconds is not None:  # a perform that ran and failed counts its wait and run as any other
+            TALLY.record(self.name, [job.perform_in for job in taken.jobs], now, seconds)
         batch_ids = [job.id for job in taken.jobs]
         acked: list[str] = []
         own: dict[str, bytes] = {}

@@ -50,6 +50,9 @@ class Entry:
     holder: str | None = None  # the thread that has it checked out
     then: str | None = None  # RELEASE or LOST: asked while checked out, done when checked in
     stale: bool = False  # put back what its processing area holds before the next take
+    # What its holder's last take found (ids, next due), told to the scheduler at the next locked step on
+    # this shard: while checked out no other thread looks at its head, so one lock a batch is enough.
+    report: tuple[int, float | None] | None = None
 
     @property
     def shard(self) -> ShardId:
@@ -61,7 +64,7 @@ class ShardPool:
         self.settings = settings
         self.client = client  # the pool's own connection, for probes (used under the lock only)
         self.due_clock = due_clock
-        self.lock = threading.Condition()
+        self.lock = threading.Lock()
         self.entries: list[Entry] = []
         self.scheduler: schedulers.Scheduler | None = None
         self.wakes: list[threading.Event] = []  # every thread's: the keeper's news wakes them all
@@ -109,6 +112,8 @@ class ShardPool:
     def checkout(self, thread: str, keep: Entry | None) -> Entry | None:
         """The free shard (or ``keep``, which this thread has checked out already) the scheduler picks as
         next, checked out to ``thread``; None when no free shard has due work."""
+        if keep is not None and self._only_choice(keep):
+            return keep
         with self.lock:
             self._arrive()
             scheduler = self.scheduler
@@ -116,6 +121,7 @@ class ShardPool:
                 return None
             busy = self.busy
             if keep is not None:
+                self._report(keep)
                 busy.discard(keep.index)
             scheduler.busy = busy
             try:
@@ -150,19 +156,20 @@ class ShardPool:
 
     def took(self, entry: Entry, found: int, next_perform_in: float | None, previous: Entry | None) -> str | None:
         """A take on ``entry`` found ``found`` ids, its next due at ``next_perform_in``; and ``previous``, whose
-        ack rode on that take, is checked in (``checkin``'s answer for it): one lock for both."""
-        ready = False
-        then = None
+        ack rode on that take, is checked in (``checkin``'s answer for it). The report waits on the entry for
+        the next locked step on it (``entry`` stays checked out meanwhile), so a thread that stays on its
+        shard takes the lock once a batch."""
+        entry.report = (found, next_perform_in)
+        if previous is None or previous is entry:
+            return None
         with self.lock:
-            if self.scheduler is not None and self._pooled(entry):
-                self.scheduler.taken(entry.index, found, next_perform_in)
-            if previous is not None and previous is not entry:
-                then, ready = self._checkin(previous)
+            then, ready = self._checkin(previous)
         if ready:
             self._wake_idle()
         return then
 
     def _checkin(self, entry: Entry) -> tuple[str | None, bool]:
+        self._report(entry)
         if entry.lease.lost is not None:
             entry.then = LOST
         then = entry.then
@@ -182,13 +189,9 @@ class ShardPool:
             if self._pooled(entry):
                 self._remove(entry)
 
-    def taken(self, entry: Entry, found: int, next_perform_in: float | None) -> None:
-        with self.lock:
-            if self.scheduler is not None and self._pooled(entry):
-                self.scheduler.taken(entry.index, found, next_perform_in)
-
     def due(self, entry: Entry, perform_in: float) -> None:
         with self.lock:
+            self._report(entry)
             if self.scheduler is not None and self._pooled(entry):
                 self.scheduler.due(entry.index, perform_in)
 
@@ -244,6 +247,20 @@ class ShardPool:
             if lease.lost is None and self._entry(lease) is None:
                 self.entries.append(Entry(lease))
         self._rebuild()
+
+    def _only_choice(self, keep: Entry) -> bool:
+        """Whether every pooled shard is checked out, ``keep`` among them, and nothing asks it back: the
+        scheduler could choose no other, so the thread goes on with it without the lock (read without it, a
+        checkin or an arrival just missed costs one more batch here, then the next checkout sees it; a
+        hand-over just asked for is done at the checkin, as for any checked-out shard)."""
+        return (not self.arrivals and keep.then is None and keep.lease.lost is None and keep.holder is not None
+                and len(self.busy) == len(self.entries) and self._pooled(keep))
+
+    def _report(self, entry: Entry) -> None:
+        """Tell the scheduler what the entry's last take found, if not yet told (under the lock)."""
+        report, entry.report = entry.report, None
+        if report is not None and self.scheduler is not None and self._pooled(entry):
+            self.scheduler.taken(entry.index, *report)
 
     def _ready(self, entry: Entry) -> bool:
         """Whether the shard may have due work now (worth waking the threads for)."""

@@ -49,12 +49,15 @@ class Filter:
     # error and payloads are checked too, by the same test the search that counted it used.
     content: Content | None = None
     area: str = "enqueued"
+    # With a tag (docs/tags.md): only the ids that still carry it.
+    tag: str = ""
 
     def args(self) -> tuple[str, ...]:
+        tagged = ("tagged", self.tag) if self.tag else ()
         bounds = (self.index, self._bound(self.lo, "min"), self._bound(self.hi, "max"))
         if self.content:
-            return ("match_content", *bounds, self.area, *self.content.args(), self.content.case_arg())
-        return ("match", *bounds)
+            return (*tagged, "match_content", *bounds, self.area, *self.content.args(), self.content.case_arg())
+        return (*tagged, "match", *bounds)
 
     def _bound(self, value: Any, name: str) -> str:
         if value is None or value == "":

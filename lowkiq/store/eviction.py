@@ -24,11 +24,26 @@ def evicts_jobs(policy: str | None) -> bool:
 
 def evicting_nodes(transport: Any) -> dict[str, str]:
     """Primary name -> its policy, for every primary that may evict jobs; nodes that did not
-    answer (or refuse INFO, as some managed Redis do) are left out. Read as the dashboard reads it."""
-    from .metrics import redis_info  # it uses evicts_jobs: imported here, not at the top
-
-    evicting: dict[str, str] = redis_info(transport.each_node(("INFO", "memory"), replicas=False))["evicting"]
+    answer (or refuse INFO, as some managed Redis do) are left out. The dashboard's INFO read
+    (lowkiq.store.metrics) asks evicts_jobs of each primary's policy the same way."""
+    evicting: dict[str, str] = {}
+    for node in transport.each_node(("INFO", "memory"), replicas=False):
+        if isinstance(node.reply, BaseException) or not node.primary:
+            continue
+        policy = policy_of(node.reply)
+        if evicts_jobs(policy):
+            evicting[node.name] = str(policy)
     return evicting
+
+
+def policy_of(info: Any) -> str | None:
+    """The ``maxmemory_policy`` field of a node's INFO reply (its text)."""
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "maxmemory_policy":
+            return value.strip()
+    return None
 
 
 def warning(nodes: Mapping[str, str]) -> str:

@@ -88,6 +88,8 @@ class Event:
     # a step ended by a PartialFailure: the ids that raised their own error, this one included when it did (the
     # first 20); empty when the whole batch failed together (its perform cannot say which id made it)
     raised: tuple[str, ...] = ()
+    # enqueued, merged, joined_dead: the tags the push brought (docs/tags.md)
+    tags: tuple[str, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -103,6 +105,8 @@ class Event:
             text += f"; its batch of {self.batch_size} failed together"
         if self.kind == "failed" and self.own_error:
             text += "; it raised this error itself (PartialFailure)"
+        if self.tags:
+            text += f", tagged {', '.join(self.tags)}"
         if self.reason:
             text += f": {self.reason}"
         if self.actor is not None:
@@ -115,7 +119,7 @@ class Event:
                 "retry_count": self.retry_count, "perform_in": self.perform_in, "versions": self.versions,
                 "error": self.error, "traceback": self.traceback, "own_error": self.own_error,
                 "batch": list(self.batch), "batch_size": self.batch_size, "reason": self.reason,
-                "raised": list(self.raised)}
+                "raised": list(self.raised), "tags": list(self.tags)}
 
 
 @dataclass
@@ -173,7 +177,8 @@ class IdHistories:
                 if _s(item[0]) == job_id:
                     state = codec.text(item[2])
                     name = {"new": "enqueued", "merged": "merged", "morgue": "joined_dead"}.get(state, state)
-                    yield Event(at, name, versions=int(item[1]), perform_in=_number(item[3]))
+                    tags = tuple(_s(tag) or "" for tag in _list(item[4])) if len(item) > 4 else ()
+                    yield Event(at, name, versions=int(item[1]), perform_in=_number(item[3]), tags=tags)
         elif kind == "op":
             actor, verb, ids = _s(d[0]) or "", _s(d[1]) or "", _ids(d[2])
             if job_id in ids:

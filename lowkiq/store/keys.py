@@ -154,6 +154,12 @@ class ShardKeys:
         return f"{self.tag}:group_lengths"
 
     @property
+    def paused_groups_hash(self) -> str:
+        """group -> "<ms of Redis time> <JSON: who, source>" while an operator holds it (docs/fairness.md, "Pausing
+        a group"): a paused group stays out of ``groups``, so the take never reaches its ids."""
+        return f"{self.tag}:paused_groups"
+
+    @property
     def first_enqueued_hash(self) -> str:
         """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
         return f"{self.tag}:first_enqueued"
@@ -175,6 +181,41 @@ class ShardKeys:
         """Each id's history (docs/history.md): one entry per script call that moved ids of this shard, ``k`` its
         kind and ``d`` its msgpack detail (lowkiq.store.id_history), the newest ``history_length`` kept."""
         return f"{self.tag}:events"
+
+    # -- dependencies (docs/dependencies.md): only shards whose ids are waited for, or wait, have these keys --
+
+    @property
+    def depend_watches_hash(self) -> str:
+        """id -> msgpack {acknowledgements counted, watch, ...}: the dependents waiting for this shard's id."""
+        return f"{self.tag}:depend_watches"
+
+    @property
+    def depend_releases_stream(self) -> str:
+        """Settled watches to deliver into their dependents' shards (fields q, s, i, w, dw, di), at least once."""
+        return f"{self.tag}:depend_releases"
+
+    @property
+    def depend_waiting_hash(self) -> str:
+        """id -> msgpack {parking, ...}: this shard's versions waiting for their dependencies (``after``)."""
+        return f"{self.tag}:depend_waiting"
+
+    @property
+    def depend_early_zset(self) -> str:
+        """"wait NUL worker NUL id" -> when: releases that came before their version was parked."""
+        return f"{self.tag}:depend_early"
+
+    # -- tags (docs/tags.md): only shards that hold tagged ids have these keys --
+
+    @property
+    def tags_of_hash(self) -> str:
+        """id -> msgpack array of its tags, for tagged ids queued, in processing or in the morgue."""
+        return f"{self.tag}:tags_of"
+
+    @property
+    def tagged_ids_lex_zset(self) -> str:
+        """``tag NUL id`` for each tag of each id of ``tags_of``, all scored 0: one tag's ids by id in one
+        ZRANGEBYLEX (a tag is printable, so it holds no NUL)."""
+        return f"{self.tag}:tagged_ids_lex"
 
     @property
     def wake_message(self) -> str:
@@ -212,6 +253,13 @@ SCRIPT_KEYS: tuple[tuple[str, str], ...] = (
     ("K_SPILL", "spilled_payloads_zset"),
     ("K_SPILL_SCORES", "spilled_scores_hash"),
     ("K_EVENTS", "events_stream"),
+    ("K_DEP_WATCH", "depend_watches_hash"),
+    ("K_DEP_OUTBOX", "depend_releases_stream"),
+    ("K_DEP_PARKED", "depend_waiting_hash"),
+    ("K_DEP_EARLY", "depend_early_zset"),
+    ("K_TAGS_OF", "tags_of_hash"),
+    ("K_TAGGED", "tagged_ids_lex_zset"),
+    ("K_GPAUSED", "paused_groups_hash"),
 )
 
 
@@ -400,6 +448,12 @@ class GroupKeys:
 
     def all(self) -> list[str]:
         return [self.permits_zset, self.starts_zset]
+
+
+def day_stats_hash(worker: str, day: str) -> str:
+    """A worker's wait and run times of one UTC day (``YYYY-MM-DD``), as counts, sums and fixed buckets
+    (lowkiq.store.day_stats): written by plain HINCRBYs, one key per worker and day, expiring 30 days after it."""
+    return f"{PREFIX}:{{stats:{worker}}}:{day}"
 
 
 def registry_hash() -> str:

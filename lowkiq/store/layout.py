@@ -22,14 +22,14 @@ from . import lua, membership
 from .keys import LayoutKeys, QueueKeys
 
 if TYPE_CHECKING:
-    from ..worker import Worker
+    from ..spec import WorkerSpec
 
 LAYOUT_KEYS = LayoutKeys()
 
 
-def claim(client: Any, workers: Iterable[type[Worker]]) -> None:
+def claim(client: Any, workers: Iterable[type[WorkerSpec]]) -> None:
     """Record the layout of each worker's queue, or raise ``LayoutMismatch`` (nothing recorded then)."""
-    by_queue: dict[str, type[Worker]] = {}
+    by_queue: dict[str, type[WorkerSpec]] = {}
     args: list[Any] = []
     for worker in workers:
         same_queue = by_queue.setdefault(worker.queue_name, worker)
@@ -63,7 +63,7 @@ def jobs_held(client: Any, keys: QueueKeys) -> int:
     return sum(int(n) for n in client.pipeline_commands(commands))
 
 
-def change(client: Any, worker: type[Worker]) -> int | None:
+def change(client: Any, worker: type[WorkerSpec]) -> int | None:
     """Record ``worker.shards_count`` as its queue's layout; returns the count recorded before.
 
     Refused while a live server serves the queue or its old shards hold any job

@@ -25,7 +25,7 @@ import redis
 
 # Raised here; defined with every error users may catch, and importable from here too.
 from ..errors import LeaseRefused as LeaseRefused
-from ..worker import Shard
+from ..spec import Shard
 from .keys import ShardKeys
 
 REFUSALS = ("FENCED", "LEASE_EXPIRED")

@@ -70,6 +70,11 @@ NAMES = (
     "schedule_pause",
     "history_trim",
     "stop_request",
+    "depend_watch",
+    "depend_park",
+    "depend_deliver",
+    "tagged",
+    "group_pause",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]
@@ -85,7 +90,8 @@ class LuaScript:
 @cache
 def script(name: str) -> LuaScript:
     folder = resources.files("lowkiq.store.scripts")
-    lib = folder.joinpath("_lib.lua").read_text(encoding="utf-8")
+    # _depends.lua (docs/dependencies.md) builds on _lib.lua's definitions: it comes after them
+    lib = "".join(folder.joinpath(part).read_text(encoding="utf-8") for part in ("_lib.lua", "_depends.lua"))
     body = _included(folder, folder.joinpath(f"{name}.lua").read_text(encoding="utf-8"))
     source = f"{lua_prelude()}{used_definitions(lib, body)}\n{body}"
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())

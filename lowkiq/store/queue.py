@@ -101,6 +101,7 @@ class Queue:
         positions: dict[int, list[int]] = defaultdict(list)
         # Groups travel apart from the jobs, only for the jobs that carry one: Lowkiq's shape pays nothing.
         grouped: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        tagged: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)  # the same for tags
         shards_count = self.keys.shards_count
         pack = msgpack.Packer(use_bin_type=False).pack
         for position, job in enumerate(jobs):
@@ -113,6 +114,8 @@ class Queue:
             )
             if job.group is not None:
                 grouped[shard].append((len(positions[shard]), job.group))
+            if job.tags:
+                tagged[shard].append((len(positions[shard]), job.tags))
             positions[shard].append(position)
         limit = getattr(self.worker, "max_payloads_per_id", None) or 0
         overflow = getattr(self.worker, "payload_overflow", "drop_oldest")
@@ -131,9 +134,12 @@ class Queue:
                 first, stop = i // 4, (i + step) // 4
                 groups = [x for number, group in grouped.get(shard, ()) if first <= number < stop
                           for x in (number - first + 1, group)]
+                tags = [x for number, job_tags in tagged.get(shard, ()) if first <= number < stop
+                        for x in (number - first + 1, list(job_tags))]
                 calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message,
                                             hold, msgpack.packb(groups, use_bin_type=False) if groups else "",
-                                            *debounce_args, self._history)))
+                                            *debounce_args, self._history,
+                                            msgpack.packb(tags, use_bin_type=False) if tags else "")))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
         if self.durable_wait_ms is None:

@@ -12,22 +12,24 @@ import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 
 # Raised here; defined with every error users may catch, and importable from here too.
 from ..errors import RegistryFull as RegistryFull
+
+# Declared and checked with the rest of a worker's attributes; importable from here too.
+from ..spec import ISOLATIONS as ISOLATIONS
+from ..spec import MAX_SHARDS_COUNT as MAX_SHARDS_COUNT
+from ..spec import MORGUE_POLICIES as MORGUE_POLICIES
+from ..spec import WorkerSpec, check_count, check_one_of, check_time_limit
+from ..spec import check_positive as check_positive
+from ..spec import check_shards_count as check_shards_count
 from ..transport import Transport
 from . import lua
 from .keys import RegistryKeys, validate_queue_name
 
-if TYPE_CHECKING:
-    from ..worker import Worker
-
-# Shards of one worker at most: each is a handful of keys that the worker's page and every
-# stats read visit; a read of several workers is bounded apart (metrics.CONSOLE_SHARD_BUDGET).
-MAX_SHARDS_COUNT = 4096
 # Workers the registry holds at most. Every console page reads the whole registry, and the
 # dashboard, the stats API and a Prometheus scrape list every worker: 500 keeps that read
 # under 100 KB as register() writes it (2 MB at worst, entries being at most MAX_ENTRY_BYTES)
@@ -38,11 +40,6 @@ MAX_ENTRY_BYTES = 4096
 # The name of the row that says the registry holds more entries than a console reads: a name no
 # worker can have (validate_queue_name refuses parentheses and spaces).
 UNREAD = "(entries not read)"
-# Where a worker's performs run, and what its morgue does at retries exhausted (Worker.isolation,
-# Worker.morgue_policy): recorded so that a console without the app's code can flag performs past
-# their time_limit and count the ids a whole_id morgue holds.
-ISOLATIONS = ("thread", "process")
-MORGUE_POLICIES = ("oldest_payload", "whole_id")
 
 
 @dataclass(frozen=True)
@@ -72,43 +69,26 @@ class BrokenEntry:
     problem: str
 
 
-def check_shards_count(value: Any, what: str = "shards_count") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SHARDS_COUNT:
-        raise ValueError(f"{what} must be a positive int, at most {MAX_SHARDS_COUNT}, got {value!r}")
-    return int(value)
-
-
-def check_positive(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive int, got {value!r}")
-    return int(value)
-
-
 def checked(info: WorkerInfo) -> WorkerInfo:
-    """``info`` if every field is valid, else ValueError naming the first bad one."""
+    """``info`` if every field is valid, else ValueError (TypeError for a value of the wrong type) naming the
+    first bad one: the checks of the worker's class definition (lowkiq.spec)."""
     validate_queue_name(info.name, "worker name")
     validate_queue_name(info.queue_name)
     check_shards_count(info.shards_count)
-    check_positive(info.max_retry_count, "max_retry_count")
+    check_count(info.max_retry_count, "max_retry_count")
     check_positive(info.batch_size, "batch_size")
-    limit = info.time_limit
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
-                              or not math.isfinite(limit) or limit <= 0):
-        raise ValueError(f"time_limit must be a positive number of seconds or null, got {limit!r}")
-    if info.isolation not in ISOLATIONS:
-        raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {info.isolation!r:.100}")
-    if info.morgue_policy not in MORGUE_POLICIES:
-        raise ValueError(f"morgue_policy must be one of {', '.join(MORGUE_POLICIES)}, "
-                         f"got {info.morgue_policy!r:.100}")
+    check_time_limit(info.time_limit)
+    check_one_of(info.isolation, ISOLATIONS, "isolation")
+    check_one_of(info.morgue_policy, MORGUE_POLICIES, "morgue_policy")
     return info
 
 
-def info_of(worker: type[Worker]) -> WorkerInfo:
+def info_of(worker: type[WorkerSpec]) -> WorkerInfo:
     return WorkerInfo(worker.__name__, worker.queue_name, worker.shards_count, worker.max_retry_count, worker.batch_size,
                       time_limit=worker.time_limit, isolation=worker.isolation, morgue_policy=worker.morgue_policy)
 
 
-def register(client: Transport | redis.Redis, workers: Iterable[type[Worker]]) -> None:
+def register(client: Transport | redis.Redis, workers: Iterable[type[WorkerSpec]]) -> None:
     """Record ``workers`` for the console: every one, or none (ValueError naming a bad field, or RegistryFull)."""
     mapping: dict[str, str] = {}
     for w in workers:
@@ -136,7 +116,7 @@ def parse(name: bytes | str, raw: bytes | str) -> WorkerInfo | BrokenEntry:
         return BrokenEntry(name.decode("utf-8", "replace"), "the worker name is not UTF-8 text")  # type: ignore[union-attr]
     try:
         return checked(_info(text_name, raw))
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         return BrokenEntry(text_name, str(exc))
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgpack
 
-from ..schedule import CATCH_UP, Rule
+from ..spec import CATCH_UP, Rule, ScheduleSpec
 from . import codec, lua
 from .keys import (
     WAKE_CHANNEL,
@@ -27,9 +27,6 @@ from .keys import (
     schedule_registry_hash,
     validate_queue_name,
 )
-
-if TYPE_CHECKING:
-    from ..schedule import Schedule
 
 PAUSE, RESUME = "pause", "resume"
 # Schedules the registry holds and a console reads at most: each costs one read per page.
@@ -71,18 +68,18 @@ class TickOutcome:
     redis_now: float | None = None  # "early": Redis's time, before every tick sent
 
 
-def info_of(schedule: Schedule) -> ScheduleInfo:
+def info_of(schedule: ScheduleSpec) -> ScheduleInfo:
     w = schedule.worker
     return ScheduleInfo(schedule.name, w.__name__, w.queue_name, w.shards_count, schedule.cron,
                         None if schedule.every is None else int(schedule.every), schedule.timezone,
                         schedule.job_id, schedule.catch_up)
 
 
-def keys_of(schedule: Schedule) -> ScheduleShardKeys:
+def keys_of(schedule: ScheduleSpec) -> ScheduleShardKeys:
     return info_of(schedule).keys
 
 
-def tick_call(schedule: Schedule, ticks: Sequence[float], missed_until: float,
+def tick_call(schedule: ScheduleSpec, ticks: Sequence[float], missed_until: float,
               dump_payload: Callable[[Any], bytes | str]) -> lua.Call:
     """The script call that enqueues the jobs of ``ticks`` (oldest first) above the schedule's mark;
     with no ticks, it only reads the schedule's state."""
@@ -131,7 +128,7 @@ def set_paused(client: Any, info: ScheduleInfo, verb: str, *, who: str, source: 
 # -- the registry, for a console without the app's code ---------------------------------------
 
 
-def register(client: Any, schedules: Iterable[Schedule]) -> None:
+def register(client: Any, schedules: Iterable[ScheduleSpec]) -> None:
     """Record the schedules a server runs (one HSET in the {lowkiq} slot)."""
     mapping = {s.name: json.dumps(s.definition(), sort_keys=True) for s in schedules}
     if mapping:

@@ -19,7 +19,7 @@ from ..runtime import Runtime
 from ..server import group_limits
 from ..server.holdings import Holdings
 from ..server.shard_handler import Ack, ShardHandler, StopProcess
-from ..store import lua
+from ..store import dependencies, lua
 from ..store.leases import Lease, LeaseCheck, verify
 from ..store.membership import new_member_id
 from ..store.queue import Taken
@@ -67,6 +67,10 @@ def drain(*workers: type[Worker], raise_errors: bool = True) -> Drained:
                     pending = handler.perform(taken)
                     if pending is not None:
                         drained[handler.name].extend(pending.ids)
+            if not busy:
+                # what a server's keeper does: the releases of performed dependencies reach their dependents
+                # (docs/dependencies.md), and those of the drained workers are performed in this drain too
+                busy = _deliver_releases(runtime, held) > 0
     except StopProcess as stop:  # KeyboardInterrupt, SystemExit: its batch was failed, as a server does
         raise stop.cause from None
     finally:
@@ -79,6 +83,11 @@ def drain(*workers: type[Worker], raise_errors: bool = True) -> Drained:
     if drained.failures and raise_errors:
         raise DrainFailed(drained) from drained.failures[0].exception
     return drained
+
+
+def _deliver_releases(runtime: Runtime, held: Sequence[Lease]) -> int:
+    client = runtime.client
+    return dependencies.deliver(client, dependencies.pending_releases(client, [lease.keys for lease in held]))
 
 
 def _acquire(holdings: Holdings, wire: lua.Wire, workers: Sequence[type[Worker]]) -> list[Lease]:

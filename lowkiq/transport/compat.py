@@ -19,7 +19,8 @@ from redis.exceptions import MovedError
 
 LOST = (redis.ConnectionError, redis.TimeoutError, OSError)
 
-if TYPE_CHECKING:  # names only: transport.py builds these two on itself
+if TYPE_CHECKING:
+    # An import cycle on purpose, for type names only: transport.py builds these two on itself.
     from .transport import Transport
 
 

@@ -38,7 +38,8 @@ from .errors import NotSent, on_node
 from .resp import ASKING, Link, pack, whole_commands
 from .topology import Node, Topology
 
-if TYPE_CHECKING:  # names only: transport.py builds sessions on itself
+if TYPE_CHECKING:
+    # An import cycle on purpose, for type names only: transport.py builds sessions on itself.
     from .transport import Transport
 
 DISCARD = -1  # the +OK of an ASKING

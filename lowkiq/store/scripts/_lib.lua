@@ -149,7 +149,9 @@ local function group_prefix(group)
 end
 
 -- ``group`` got a job due at ``perform_in``: its score drops to max(perform_in, its turn) if lower.
+-- A paused group (K_GPAUSED) stays out of the rotation: its ids wait in their indexes until a resume.
 local function group_due(group, perform_in)
+  if group ~= '' and redis.call('HEXISTS', K_GPAUSED, group) == 1 then return end
   local turn = redis.call('HGET', K_GTURNS, group)
   if turn then perform_in = math.max(perform_in, tonumber(turn)) end
   redis.call('ZADD', K_GROUPS, 'LT', num(perform_in), group)
@@ -194,7 +196,7 @@ local function group_requeued(id, perform_in)
     -- (score 0 is low, as allowed: the take corrects it, or drops it when the group is empty)
     if redis.call('EXISTS', K_GROUPS) == 0 then redis.call('ZADD', K_GROUPS, 0, '') end
     group_put(id, group, perform_in)
-  elseif redis.call('EXISTS', K_GROUPS) == 1 then
+  elseif redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then  -- every group paused: K_GROUPS is gone, not K_GREADY
     group_due('', perform_in)
   end
 end
@@ -338,6 +340,48 @@ local function group_forget(id, queued, processing, morgue)
   redis.call('HDEL', K_GROUP_OF, id)
 end
 
+-- Tags (docs/tags.md). K_TAGS_OF: id -> msgpack array of its tags; K_TAGGED: "tag NUL id", all scored 0,
+-- so one tag's ids are one ZRANGEBYLEX. Like its group, an id keeps its tags (the union of every version's)
+-- while any copy of it is queued, in processing or in the morgue; they leave with its last copy. Shards
+-- without a tagged id pay one EXISTS where ids leave.
+local function tags_add(id, tags)
+  local stored = redis.call('HGET', K_TAGS_OF, id)
+  local list, have, index = {}, {}, {}
+  if stored then
+    list = cmsgpack.unpack(stored)
+    for _, tag in ipairs(list) do have[tag] = true end
+  end
+  for _, tag in ipairs(tags) do
+    if not have[tag] then
+      have[tag] = true
+      list[#list + 1] = tag
+      index[#index + 1] = 0
+      index[#index + 1] = tag .. '\0' .. id
+    end
+  end
+  if #index > 0 then
+    redis.call('HSET', K_TAGS_OF, id, cmsgpack.pack(list))
+    call_chunked('ZADD', K_TAGGED, index, 2)
+  end
+end
+
+-- ``ids`` just left the places not flagged: those with no copy left in the flagged ones lose their tags.
+-- ``tagged`` false: the caller knows the shard holds no tags (nil: look).
+local function tags_forget(ids, queued, processing, morgue, tagged)
+  if #ids == 0 or tagged == false or redis.call('EXISTS', K_TAGS_OF) == 0 then return end
+  for _, id in ipairs(ids) do
+    local stored = redis.call('HGET', K_TAGS_OF, id)
+    if stored and not (queued and redis.call('HEXISTS', K_PAYLOADS, id) == 1)
+        and not (processing and redis.call('HEXISTS', K_PROCESSING, id) == 1)
+        and not (morgue and redis.call('HEXISTS', K_M_PAYLOADS, id) == 1) then
+      local members = {}
+      for _, tag in ipairs(cmsgpack.unpack(stored)) do members[#members + 1] = tag .. '\0' .. id end
+      call_chunked('ZREM', K_TAGGED, members, 1)
+      redis.call('HDEL', K_TAGS_OF, id)
+    end
+  end
+end
+
 local function remove_from_queue(ids)
   if #ids == 0 then return end
   if redis.call('EXISTS', K_GROUP_OF) == 1 then
@@ -362,6 +406,7 @@ local function remove_from_queue(ids)
   call_chunked('HDEL', K_PAYLOADS, ids, 1)
   call_chunked('HDEL', K_ERRORS, ids, 1)
   call_chunked('HDEL', K_CRASHES, ids, 1)
+  tags_forget(ids, false, true, true)
 end
 
 -- Queued ids are indexed by id twice over: those that never failed in K_LEX, those that
@@ -429,6 +474,7 @@ local function remove_from_morgue(ids)
   call_chunked('ZREM', K_M_UPDATED, ids, 1)
   call_chunked('HDEL', K_M_PAYLOADS, ids, 1)
   call_chunked('HDEL', K_M_ERRORS, ids, 1)
+  tags_forget(ids, true, true, false)
 end
 
 -- A stored error (lowkiq.stored_error): where its error text starts and its size, then where its
@@ -523,7 +569,7 @@ end
 --                                  too (case: '1' to match case, '' to ignore it);
 --   'all', limit                   the first ``limit`` ids of ``all_zset``: one chunk of an action on a
 --                                  whole area, so that no script's run time grows with the queue.
-local function target_ids(first, all_zset)
+local function listed_ids(first, all_zset)
   local mode = ARGV[first]
   if mode == 'all' then
     return redis.call('ZRANGE', all_zset, 0, tonumber(ARGV[first + 1]) - 1)
@@ -543,6 +589,17 @@ local function target_ids(first, all_zset)
     for i = first + 1, #ARGV do ids[#ids + 1] = ARGV[i] end
   end
   return ids
+end
+
+-- The ids a script acts on (see listed_ids); 'tagged', tag, then any of those: only the ids that carry the tag
+-- (docs/tags.md), so that an action counted on a tag filter touches no id that no longer carries it.
+local function target_ids(first, all_zset)
+  if ARGV[first] ~= 'tagged' then return listed_ids(first, all_zset) end
+  local tag, kept = ARGV[first + 1], {}
+  for _, id in ipairs(listed_ids(first + 2, all_zset)) do
+    if redis.call('ZSCORE', K_TAGGED, tag .. '\0' .. id) then kept[#kept + 1] = id end
+  end
+  return kept
 end
 
 -- The Redis server's clock from one TIME: in ms, and in seconds to the microsecond (a job's default
@@ -649,9 +706,9 @@ local function restore_processing()
 end
 
 -- Acknowledged ids (ARGV[first..]) leave processing and count as processed; a crash count
--- they carried is over, and so is their group unless the id is queued again. ``crashes``,
--- ``grouped``: whether the shard holds crash counts, groups (nil: look).
-local function acknowledge(first, crashes, grouped)
+-- they carried is over, and so are their group and tags unless a copy of the id is left. ``crashes``,
+-- ``grouped``: whether the shard holds crash counts, groups (nil: look); ``tagged`` false: it holds no tags.
+local function acknowledge(first, crashes, grouped, tagged)
   if #ARGV < first then return {} end
   local n = 0
   if crashes == nil then crashes = redis.call('EXISTS', K_CRASHES) == 1 end
@@ -667,5 +724,6 @@ local function acknowledge(first, crashes, grouped)
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
   local ids = {}
   for i = first, #ARGV do ids[#ids + 1] = ARGV[i] end
+  tags_forget(ids, true, false, true, tagged)
   return ids
 end

@@ -27,15 +27,18 @@ local now, now_ms = clock_now(ARGV[1])
 local refused = refusal(grant, now_ms)
 if refused then return refused end
 
--- Retried ids, stored errors, crash counts, groups and debounce records are rare: one probe usually
--- rules them all out, and a shard without any takes Lowkiq's path unchanged.
-local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST) > 0
+-- Retried ids, stored errors, crash counts, groups, debounce records, tags and dependents' watches are rare:
+-- one probe usually rules them all out, and a shard without any takes Lowkiq's path unchanged.
+local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST, K_TAGS_OF,
+  K_DEP_WATCH) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
-local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1)
+local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1, rare)
+if rare then depend_settled(acked, true) end
 local history = history_length(ARGV[6])
 
 local fair = false
-if rare and redis.call('EXISTS', K_GROUPS) == 1 then
+-- A paused group is out of K_GROUPS, which is gone when every group is paused: its ids are still grouped.
+if rare and redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then
   if redis.call('EXISTS', K_GREADY) == 1 then
     fair = true
   else

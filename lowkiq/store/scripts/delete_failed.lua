@@ -4,5 +4,6 @@
 -- Returns the number of jobs deleted.
 local ids = target_ids(2, K_RETRIES)
 remove_from_queue(ids)
+depend_settled(ids, false)
 if #ids > 0 then history_add(history_length(), 'op', { ARGV[1], 'delete_failed', ids }) end
 return #ids

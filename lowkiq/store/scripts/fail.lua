@@ -35,6 +35,8 @@ if acked > 0 then
   end
   if redis.call('EXISTS', K_CRASHES) == 1 then call_chunked('HDEL', K_CRASHES, ids, 1) end
   if n > 0 then redis.call('HINCRBY', K_COUNTERS, 'processed', n) end
+  depend_settled(ids, true)
+  tags_forget(ids, true, false, true)
 end
 for i = first, #ARGV, 3 do
   local id, next_perform_in, err = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2]

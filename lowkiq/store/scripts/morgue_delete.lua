@@ -8,5 +8,6 @@ for _, id in ipairs(ids) do
   if redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then deleted[#deleted + 1] = id end
 end
 remove_from_morgue(deleted)
+depend_settled(deleted, false)
 if #deleted > 0 then history_add(history_length(), 'op', { ARGV[1], 'morgue_delete', deleted }) end
 return #deleted

@@ -21,7 +21,8 @@ for _, id in ipairs(later) do
 end
 call_chunked('ZADD', K_READY, args, 2)
 -- grouped ids move up in their group too
-if redis.call('EXISTS', K_GROUPS) == 1 then
+-- grouped ids queued with every group paused: K_GROUPS is gone, K_GREADY holds them
+if redis.call('EXISTS', K_GROUPS, K_GREADY) > 0 then
   for _, id in ipairs(later) do group_requeued(id, now) end
 end
 if #later > 0 then history_add(history_length(), 'op', { ARGV[1], 'perform_now', later }) end

@@ -12,6 +12,8 @@
 --           group, or '' (docs/fairness.md: an id's group is the one of the job that created it)
 -- ARGV[9], ARGV[10] = the worker's debounce and debounce_max in seconds, or '' (SPEC, "Debounce")
 -- ARGV[11] = the worker's history_length ('' or none: the one the shard's holder wrote)
+-- ARGV[12] = msgpack flat array {job number in ARGV[1] (from 1), {tag, ...}, ...} of the jobs that carry
+--           tags, or '' / none (docs/tags.md: an id's tags are the union of its versions')
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns {the number of distinct ids written, how many payloads a cap dropped}.
@@ -28,6 +30,21 @@ if ARGV[8] and ARGV[8] ~= '' then
   for i = 1, #flat, 2 do job_groups[flat[i]] = flat[i + 1] end
 end
 local debounce, debounce_max = tonumber(ARGV[9] or ''), tonumber(ARGV[10] or '')
+-- id -> the tags this call brings it (in the order given), and the tagged ids in the order they came
+local id_tags, tagged_ids = {}, {}
+if ARGV[12] and ARGV[12] ~= '' then
+  local flat = cmsgpack.unpack(ARGV[12])
+  for i = 1, #flat, 2 do
+    local id = jobs[4 * flat[i] - 3]
+    local list = id_tags[id]
+    if not list then
+      list = {}
+      id_tags[id] = list
+      tagged_ids[#tagged_ids + 1] = id
+    end
+    for _, tag in ipairs(flat[i + 1]) do list[#list + 1] = tag end
+  end
+end
 -- One slot per distinct id (most calls hold each id once): its due time and first pair, and
 -- further pairs of the same id in `more`.
 local now_text = num(now)
@@ -95,7 +112,7 @@ end
 
 -- The stored list with the new pairs appended, and how many of its oldest payloads were dropped
 -- for the limit; nil when the general merge must decide.
-local function appended(stored, entry, limit, overflow)
+local function appended(stored, entry)
   local count, body, last
   local b = stored:byte(1)
   if b == 0x92 then  -- one payload, as its producer packed it
@@ -112,7 +129,8 @@ local function appended(stored, entry, limit, overflow)
   local parts, seen = { body }, {}
   for k = 2, #entry do
     local encoded, bytes, score = split_pair(entry[k])
-    if not encoded or not (score > last) then return nil end
+    -- not (score > last) rather than score <= last: a NaN score goes the long way too
+    if not encoded or not (score > last) then return nil end  -- luacheck: ignore 581
     -- equal payloads merge (the lower score wins): any occurrence of these bytes goes the long way
     if string.find(stored, bytes, 1, true) then return nil end
     for _, other in ipairs(seen) do
@@ -126,19 +144,19 @@ local function appended(stored, entry, limit, overflow)
   end
   -- past SPILL_AT the id's payloads spill: the general merge moves them
   if count / 2 > SPILL_AT then return nil end
-  local all, dropped = table.concat(parts), 0
+  local all, cut = table.concat(parts), 0
   if limit > 0 and count / 2 > limit then
     if overflow ~= 'drop_oldest' then return nil end
-    dropped = count / 2 - limit
+    cut = count / 2 - limit
     local at = 1
-    for _ = 1, dropped do
+    for _ = 1, cut do
       at = string_at(all, at)
       at = at and number_at(all, at)
       if not at then return nil end
     end
-    all, count = all:sub(at), count - 2 * dropped
+    all, count = all:sub(at), count - 2 * cut
   end
-  return appendable(count, all, last), dropped
+  return appendable(count, all, last), cut
 end
 
 -- The incoming pairs of the n-th id, decoded: {payload, score, ...}.
@@ -181,9 +199,9 @@ if limit > 0 and overflow == 'reject' then
     local existing = redis.call('HMGET', K_PAYLOADS, unpack(ids, c, last))
     for n = c, last do
       local field, incoming = existing[n - c + 1], incoming_of(n)
-      local held = spilled_count(field)
+      local spilled = spilled_count(field)
       local after
-      if held then after = held + spill_new(ids[n], incoming)
+      if spilled then after = spilled + spill_new(ids[n], incoming)
       else after = #merge_payloads(field and decode(field) or {}, incoming) / 2 end
       if after > limit then
         return redis.error_reply('PAYLOAD_LIMIT id ' .. ids[n] .. ' would hold ' .. after ..
@@ -210,7 +228,7 @@ for c = 1, #ids, CHUNK do
     local entry = nil
     if queued or more[n] then entry = { due[n], blob, unpack(more[n] or {}) } end
     local fast, cut
-    if queued then fast, cut = appended(queued, entry, limit, overflow) end
+    if queued then fast, cut = appended(queued, entry) end
     if fast then
       blob = fast
       dropped = dropped + cut
@@ -270,6 +288,10 @@ if grouped_shard or fair_shard then
   for i = 1, #moved, 2 do group_requeued(moved[i], moved[i + 1]) end
 end
 if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
+for _, id in ipairs(tagged_ids) do tags_add(id, id_tags[id]) end
+if #tagged_ids > 0 then
+  for _, entry in ipairs(arrived) do entry[5] = id_tags[entry[1]] end  -- the tags each version brought
+end
 history_add(history_length(ARGV[11]), 'enq', { arrived, dropped })
 if ARGV[6] and earliest and (#head == 0 or earliest < tonumber(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])

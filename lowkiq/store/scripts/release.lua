@@ -6,6 +6,7 @@
 local refused = refusal(ARGV[1], server_ms())
 if refused then return refused end
 local acked = acknowledge(2)
+depend_settled(acked, true)
 local ids = restore_processing()
 if #acked > 0 or #ids > 0 then history_held(history_length(), 'rel', nil, acked, ids) end
 redis.call('HSET', K_LEASE, 'state', 'released', 'expires_ms', 0)
