@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from queue_support import held_lease
 from test_console_stalls import sample
-from webui_support import XSS, OrdersWorker, host_app, make_dead
+from webui_support import XSS, OrdersWorker, fail, host_app, make_dead
 
 import lowkiq
 from lowkiq.serializers import dump_json
@@ -149,3 +149,18 @@ def test_a_stall_is_part_of_the_band(runtime, r):
     html = live()
     assert 'id="stalled"' in band(html) and "OrdersWorker</a> has jobs due for" in item(html, "stall")
     assert html.index('id="attention"') < html.index('id="workers"') < html.index('id="redis-panel"')
+
+
+def test_an_id_waiting_on_a_dead_dependency_is_named_with_both_links(runtime, r):
+    dependency = "<b>c1</b>"
+    OrdersWorker.perform_async([{"id": dependency, "payload": "create"}, {"id": "c2", "payload": 1}])
+    Holder.perform_async([{"id": "h-wait", "payload": 1, "after": [{"worker": "OrdersWorker", "id": dependency}]}])
+    assert item(live(), "dependency") == ""  # its dependency is queued: nothing to act on
+    fail(runtime, OrdersWorker, [dependency])
+    runtime.actions(OrdersWorker).kill_failed()
+    html = live()
+    found = item(html, "dependency")
+    assert dependency not in html
+    assert '<a href="/lowkiq/workers/Holder/job?id=h-wait">h-wait</a> of Holder waits on' in found
+    assert 'href="/lowkiq/workers/OrdersWorker/job?id=%3Cb%3Ec1%3C/b%3E">&lt;b&gt;c1&lt;/b&gt;</a>, dead in OrdersWorker' \
+        in found

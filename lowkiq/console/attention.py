@@ -8,7 +8,9 @@ biggest groups), plus a few bounded reads, each only when its condition may hold
 - ids a ``whole_id`` morgue holds: their payloads wait until an operator requeues or deletes them;
 - schedules whose next tick is overdue (a missed tick) or whose last run failed (retrying or dead);
 - groups whose oldest due id waits far longer than the other groups' (a tenant hogging, or starved);
-- morgues that grew over the last minutes (the history stream's samples).
+- morgues that grew over the last minutes (the history stream's samples);
+- ids waiting (``after``) on a dependency that is dead: only while some morgue holds jobs, from a sample of the
+  waiting ids (WAITING_SAMPLE per shard, WAITING_SHARDS shards at most), three round trips.
 
 An empty band is a calm system: the page shows nothing then.
 
@@ -26,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..store import history, ownership
+from ..errors import UnknownWorker
+from ..store import codec, dependencies, history, ownership
 from ..store.group_metrics import OTHER
 from .schedules import ScheduleConsole
 from .stalls import STALL_AFTER, LongPerform, Stall, long_performs, stalls
@@ -46,6 +49,9 @@ GROUP_LAG_FLOOR = 60.0
 GROUP_LAG_RATIO = 5.0
 # Minutes of history a growing morgue is measured over.
 MORGUE_MINUTES = 10
+# Waiting ids sampled per shard, and shards sampled at most, in the look for ids held by a dead dependency.
+WAITING_SAMPLE = 50
+WAITING_SHARDS = 32
 # Schedule outcomes that say its last run failed.
 FAILED_OUTCOMES = frozenset({"retrying", "in the morgue"})
 
@@ -97,6 +103,16 @@ class GrowingMorgue:
 
 
 @dataclass(frozen=True)
+class HeldByDead:
+    """An id whose waiting version waits (``after``) on a dead id: requeuing or deleting that one releases it."""
+
+    worker: str
+    id: str
+    dependency_worker: str
+    dependency: str
+
+
+@dataclass(frozen=True)
 class Attention:
     stalled: list[Stall] = field(default_factory=list)
     long_performs: list[LongPerform] = field(default_factory=list)
@@ -105,10 +121,11 @@ class Attention:
     schedules: list[ScheduleTrouble] = field(default_factory=list)
     slow_groups: list[SlowGroup] = field(default_factory=list)
     growing_morgues: list[GrowingMorgue] = field(default_factory=list)
+    held_by_dead: list[HeldByDead] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.stalled or self.over_limit or self.held or self.schedules or self.slow_groups
-                    or self.growing_morgues)
+                    or self.growing_morgues or self.held_by_dead)
 
 
 def read(c: Console, rows: Rows, members: Sequence[Member], now: float,
@@ -125,6 +142,7 @@ def read(c: Console, rows: Rows, members: Sequence[Member], now: float,
         schedules=schedule_troubles(board or c.schedule_board(), now),
         slow_groups=slow_groups(measured),
         growing_morgues=growing_morgues(c, measured, now),
+        held_by_dead=held_by_dead(c, measured),
     )
 
 
@@ -195,3 +213,31 @@ def growing_morgues(c: Console, rows: Rows, now: float) -> list[GrowingMorgue]:
             out.append(GrowingMorgue(view.name, m.morgue_length, m.morgue_length - old[0].dead,
                                      (now - old[0].at) / 60))
     return out
+
+
+def held_by_dead(c: Console, rows: Rows) -> list[HeldByDead]:
+    """Sampled ids waiting on a dead dependency. Nothing is read while no morgue holds a job; else each worker's
+    waiting counts (one round trip), a sample of the shards with waiting ids (one), where their dependencies
+    are (one)."""
+    if not any(m.morgue_length for _, m in rows):
+        return []
+    shards = [(view, keys) for view, _ in rows for keys in view.keys.shards()]
+    counts = dependencies.waiting_counts(c.client, [keys for _, keys in shards])
+    waiting = [(view, keys) for (view, keys), n in zip(shards, counts) if n][:WAITING_SHARDS]
+    if not waiting:
+        return []
+    sampled: list[tuple[str, str, str, str]] = []  # worker, id, dependency's worker, dependency
+    samples = dependencies.sample_waiting(c.client, [keys for _, keys in waiting], WAITING_SAMPLE)
+    for (view, _), found in zip(waiting, samples):
+        for job_id, on in found:
+            sampled += [(view.name, job_id, worker, dependency) for worker, dependency in on]
+    places, asked = [], []
+    for item in sampled:
+        try:
+            known = c.worker(item[2]).keys
+        except UnknownWorker:
+            continue
+        places.append((known.shard(codec.shard_of(item[3], known.shards_count)), item[3]))
+        asked.append(item)
+    states = dependencies.states(c.client, places)
+    return [HeldByDead(*item) for item, state in zip(asked, states) if state == "dead"]
