@@ -164,3 +164,24 @@ def test_an_id_waiting_on_a_dead_dependency_is_named_with_both_links(runtime, r)
     assert '<a href="/lowkiq/workers/Holder/job?id=h-wait">h-wait</a> of Holder waits on' in found
     assert 'href="/lowkiq/workers/OrdersWorker/job?id=%3Cb%3Ec1%3C/b%3E">&lt;b&gt;c1&lt;/b&gt;</a>, dead in OrdersWorker' \
         in found
+
+
+def test_the_dashboard_api_answers_the_band_as_documented(runtime, r):
+    from test_webui_openapi import Spec
+
+    make_dead(runtime, Holder, [{"id": "h1"}])
+    lua.run(r, *schedules.tick_call(SYNC, [SYNC.next_after(time.time() - 600)], 0.0, dump_json))
+    q = runtime.queue(Limited)
+    Limited.perform_async([{"id": "slow", "payload": 1}])
+    lease = held_lease(q, q.shard_of("slow"))
+    assert q.ack_and_take(None, (lease, 1)).jobs
+    r.hset(lease.keys.lease_hash, "taken_ms", int((time.time() - 95) * 1000))
+    Tenants.perform_async([{"id": f"t{g}", "group": g, "payload": 1, "perform_in": time.time() - (900 if g == "A"
+                           else 1)} for g in "ABC"])
+    client = host_app().test_client()
+    reply = client.get("/lowkiq/api/v1/dashboard")
+    data = Spec(client.get("/lowkiq/api/v1/openapi.json").get_json()).check(reply, "/api/v1/dashboard")
+    band = data["attention"]
+    assert band["held"] == [{"worker": "Holder", "ids": 1}] and band["stalled"] == []
+    assert [o["worker"] for o in band["over_limit"]] == ["Limited"] and band["over_limit"][0]["limit"] == 30
+    assert [t["name"] for t in band["schedules"]] == ["sync"] and [g["group"] for g in band["slow_groups"]] == ["A"]

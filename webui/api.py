@@ -133,7 +133,8 @@ def api_dashboard() -> Response:
         for view, m in data["rows"]
     ]
     broken = [{"name": entry.name, "problem": entry.problem} for entry in data["broken"]]
-    return reply({"queues": queues, "broken": broken, "totals": data["totals"], "redis_info": data["redis"]})
+    return reply({"queues": queues, "broken": broken, "totals": data["totals"], "redis_info": data["redis"],
+                  "attention": data["attention"].as_json()})
 
 
 def _listing_reply(shown: listing.Shown, encode: Any) -> Response:

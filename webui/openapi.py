@@ -159,6 +159,15 @@ MATCH_CASE: Json = {"match_case": {"type": "boolean", "default": False,
                                    "description": "Compare the content filters' letters as given; false or absent "
                                                   "ignores case (ASCII letters: 'timeout' finds 'TimeoutError')."}}
 SECONDS = {"type": "number", "minimum": 0}
+# A busy shard's perform, as the dashboard's band names it.
+PERFORM: Json = {"worker": {"type": "string"}, "shard": COUNT, "server": {"type": ["string", "null"]},
+                 "thread": {"type": ["string", "null"]}, "running_for": {"type": "number", "minimum": 0}}
+
+
+def _items(properties: Json, description: str) -> Json:
+    return {"type": "array", "items": _object(properties), "description": description}
+
+
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
 TAG_FILTER = {"tag": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH,
@@ -575,7 +584,31 @@ SCHEMAS: Json = {
             "broken": {"type": "array", "items": _schema("BrokenEntry")},
             "totals": _schema("DashboardTotals"),
             "redis_info": _schema("RedisInfo"),
+            "attention": _schema("Attention"),
         }
+    ),
+    "Attention": _object(
+        {
+            "stalled": _items({"worker": TEXT, "lag": SECONDS, "quiet_for": SECONDS},
+                              "Workers with jobs due for over 60 s that completed no perform for 60 s."),
+            "long_performs": _items(PERFORM, "While a worker stalls: the performs running over 60 s, longest first."),
+            "over_limit": _items({**PERFORM, "limit": SECONDS},
+                                 "Busy shards whose batch has run longer than its worker's time_limit."),
+            "held": _items({"worker": TEXT, "ids": COUNT}, "Dead ids a morgue_policy whole_id worker holds."),
+            "schedules": _items({"name": TEXT, "worker": TEXT, "job_id": TEXT,
+                                 "missed_since": {"type": ["number", "null"],
+                                                  "description": "When the missed tick was due; null: none missed."},
+                                 "outcome": TEXT},
+                                "Schedules that missed a tick (over 60 s late) or whose last run is retrying or dead."),
+            "slow_groups": _items({"worker": TEXT, "group": TEXT, "lag": SECONDS, "others": SECONDS,
+                                   "length": COUNT},
+                                  "Groups waiting 60 s and 5 times the median of their worker's other groups."),
+            "growing_morgues": _items({"worker": TEXT, "dead": COUNT, "grew": COUNT, "minutes": SECONDS},
+                                      "Workers with more dead jobs than about 10 minutes ago."),
+            "held_by_dead": _items({"worker": TEXT, "id": TEXT, "dependency_worker": TEXT, "dependency": TEXT},
+                                   "Sampled ids waiting (after) on a dead id."),
+        },
+        "What needs an operator now (the dashboard's band); every list is empty when the system is calm.",
     ),
     "AuditEntry": _object(
         {

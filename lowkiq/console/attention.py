@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownWorker
 from ..store import codec, dependencies, history, ownership
@@ -126,6 +126,19 @@ class Attention:
     def __bool__(self) -> bool:
         return bool(self.stalled or self.over_limit or self.held or self.schedules or self.slow_groups
                     or self.growing_morgues or self.held_by_dead)
+
+    def as_json(self) -> dict[str, list[dict[str, Any]]]:
+        """The band for api/v1/dashboard: each kind's items (an empty list when calm)."""
+        return {
+            "stalled": [{"worker": s.view.name, "lag": s.lag, "quiet_for": s.quiet_for} for s in self.stalled],
+            "long_performs": [asdict(p) for p in self.long_performs],
+            "over_limit": [{**asdict(o.perform), "limit": o.limit} for o in self.over_limit],
+            "held": [asdict(h) for h in self.held],
+            "schedules": [asdict(t) for t in self.schedules],
+            "slow_groups": [asdict(g) for g in self.slow_groups],
+            "growing_morgues": [asdict(d) for d in self.growing_morgues],
+            "held_by_dead": [asdict(d) for d in self.held_by_dead],
+        }
 
 
 def read(c: Console, rows: Rows, members: Sequence[Member], now: float,
