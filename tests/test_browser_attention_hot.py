@@ -1,5 +1,6 @@
-"""In headless Chromium: the dashboard shows no "needs attention" band while calm and names a group that waits
-far longer than the others, with a link to its worker's groups; the Hot ids tab names the id that got 1,000
+"""In headless Chromium: the dashboard shows no "needs attention" band while calm, and names a stall above the
+workers table, a schedule that missed its tick and a group that waits far longer than the others, each with a
+link to where to act; the Hot ids tab names the id that got 1,000
 versions among 10,000 ids of 1 to 3 versions."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import random
 import time
 
 import pytest
-from browser_support import SlowWorker
+from browser_support import DeadWorker, SlowWorker
 
 import lowkiq
 from lowkiq.serializers import dump_json
@@ -62,3 +63,16 @@ def test_a_schedule_that_missed_its_tick_is_named_and_links_to_the_schedules(pag
     item.locator("a").first.click()
     page.wait_for_selector('tr[data-schedule="every-minute"]')
     assert page.locator('tr[data-runs="every-minute"] [data-run-outcome]').count() == 1
+
+
+def test_a_stall_is_named_above_the_workers_table(page, console, seeded):
+    from lowkiq.store.history import HistoryKeys
+
+    DeadWorker.perform_async([{"id": f"due-{i}", "payload": i, "perform_in": time.time() - 150} for i in range(3)])
+    at_ms = int((time.time() - 120) * 1000)  # a sample two minutes old counting at least what was done since
+    seeded.client.xadd(HistoryKeys.stream(DeadWorker.queue_name), {"at": at_ms, "processed": 0, "failed": 100, "lag": 0,
+                                                                   "length": 0, "dead": 5}, id=f"{at_ms - at_ms % 60000}-0")
+    page.goto(console + "/")
+    page.wait_for_selector("#stalled")
+    assert "DeadWorker has jobs due for" in page.inner_text("#stalled")
+    assert page.locator("#attention").bounding_box()["y"] < page.locator("#workers").bounding_box()["y"]
