@@ -116,3 +116,8 @@ def test_the_cli_names_the_hot_id(tmp_path, redis_url, runtime):
     assert data["by_versions"][0]["id"] == "order-hot"
     missing = run_cli(tmp_path, "jobs", "hot", "Nope", "--redis-url", redis_url)
     assert missing.returncode == 2 and "no worker 'Nope'" in missing.stderr
+
+
+def test_the_budget_holds_for_a_worker_of_many_shards():
+    assert hot.per_shard(4096) * 4096 <= hot.HOT_ENTRIES and hot.per_shard(4096) >= 1
+    assert hot.per_shard(1) == hot.HOT_ENTRIES

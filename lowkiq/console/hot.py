@@ -2,8 +2,8 @@
 hot W``): the ids with the most versions enqueued, retries and perform time over the last hour, and each shard's
 lag with its oldest due id named (store/hot_ids.py).
 
-A request reads at most HOT_ENTRIES history entries in all, spread over the worker's shards (at least one page
-of each): a shard busier than that is counted over less than the hour, and the answer says so.
+A request reads at most HOT_ENTRIES history entries in all, an even share per shard (every shard's first page in
+one round trip): a shard busier than its share is counted over less than the hour, and the answer says so.
 
 Example::
 
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import hot_ids as store
 from ..store.hot_ids import Hot, HotId
-from ..store.id_history import PAGE
 
 if TYPE_CHECKING:
     from . import Console, WorkerView
@@ -29,8 +28,9 @@ HOT_ENTRIES = 100_000
 
 
 def per_shard(shards_count: int) -> int:
-    """Entries each shard's walk reads at most: an even share of HOT_ENTRIES, one page at least."""
-    return max(PAGE, HOT_ENTRIES // shards_count)
+    """Entries each shard's walk reads at most: an even share of HOT_ENTRIES (one at least), so that a worker of
+    4,096 shards costs what one of 4 does."""
+    return max(1, HOT_ENTRIES // shards_count)
 
 
 def hot_ids(console: Console, view: WorkerView, *, top: int = store.TOP) -> Hot:
