@@ -52,6 +52,8 @@ MORGUE_MINUTES = 10
 # Waiting ids sampled per shard, and shards sampled at most, in the look for ids held by a dead dependency.
 WAITING_SAMPLE = 50
 WAITING_SHARDS = 32
+# Workers with a time limit whose leases one refresh reads at most, the busiest first: a round trip each.
+OVER_LIMIT_WORKERS = 20
 # Schedule outcomes that say its last run failed.
 FAILED_OUTCOMES = frozenset({"retrying", "in the morgue"})
 
@@ -161,12 +163,10 @@ def read(c: Console, rows: Rows, members: Sequence[Member], now: float,
 
 def over_time_limit(c: Console, rows: Rows, members: Sequence[Member]) -> list[OverLimit]:
     """The busy shards of workers with a time limit whose batch was taken longer ago than that limit: one
-    round trip per such worker with a busy shard."""
+    round trip per such worker with a busy shard, for OVER_LIMIT_WORKERS of them at most (the busiest)."""
     out = []
-    for view, m in rows:
-        limit = view.info.time_limit
-        if limit is None or not m.busy:
-            continue
+    limited = [(view, m, limit) for view, m in rows if (limit := view.info.time_limit) is not None and m.busy]
+    for view, m, limit in sorted(limited, key=lambda row: -row[1].busy)[:OVER_LIMIT_WORKERS]:
         now_ms, leases = ownership.shard_leases(c.client, view.keys, members)
         for index, shard in enumerate(m.shards):
             lease = leases[index]
