@@ -39,7 +39,8 @@
   // lose it to a refresh: the refresh waits until they are done.
   function holding(element) {
     if (element.id !== "live") return false;
-    if (element.querySelector("input[name=ids]:checked, details[open]")) return true;
+    // A folded panel (data-fold) open is a page layout, not work in progress: it does not hold the refresh.
+    if (element.querySelector("input[name=ids]:checked, details[open]:not([data-fold])")) return true;
     var focused = document.activeElement;
     return !!(focused && focused !== document.body && element.contains(focused) && focused.matches("input, select, textarea"));
   }
@@ -381,4 +382,40 @@
   }
   document.addEventListener("pointermove", move);
   document.addEventListener("pointerdown", move);
+})();
+
+// Folded panels (charts, groups, Redis's facts): <details data-fold="NAME">, open or closed as this browser last left
+// it (localStorage), also when a live refresh draws it again.
+(function () {
+  "use strict";
+  var PREFIX = "lowkiq.fold.";
+  function remembered(name) {
+    try { return window.localStorage.getItem(PREFIX + name); } catch (e) { return null; }
+  }
+  function apply(root) {
+    (root || document).querySelectorAll("details[data-fold]").forEach(function (details) {
+      var state = remembered(details.getAttribute("data-fold"));
+      if (state !== null) details.open = state === "open";
+    });
+  }
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (!details.matches || !details.matches("details[data-fold]")) return;
+    try {
+      window.localStorage.setItem(PREFIX + details.getAttribute("data-fold"), details.open ? "open" : "closed");
+    } catch (e) { /* private mode: this page only */ }
+  }, true);
+  document.addEventListener("DOMContentLoaded", function () { apply(); });
+  document.addEventListener("htmx:afterSwap", function () { apply(); });
+})();
+
+// On a phone the filter form folds unless a filter is set, so that the list is the first thing on the screen.
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    if (!window.matchMedia || !window.matchMedia("(max-width: 600px)").matches) return;
+    document.querySelectorAll("details[data-narrow-fold]:not([data-active])").forEach(function (details) {
+      details.open = false;
+    });
+  });
 })();

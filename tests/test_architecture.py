@@ -166,8 +166,8 @@ def test_at_most_two_import_cycles_each_said_where_it_is_made():
 def test_the_consoles_route_modules_never_import_each_other():
     """Each route module takes what routes share from webui/http.py and the other helpers, never from
     another route module (webui/__init__.py imports them all to register their routes)."""
-    routes = {"api", "audit_view", "export", "pause_view", "prometheus", "schedules_view", "servers", "stale",
-              "views"}
+    routes = {"api", "audit_view", "export", "hot_view", "pause_view", "prometheus", "schedules_view", "servers",
+              "stale", "views"}
     assert routes <= {p.stem for p in (ROOT / "webui").glob("*.py")}
     crossings = {}
     for name in sorted(routes):

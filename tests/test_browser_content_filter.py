@@ -43,3 +43,22 @@ def test_filter_the_dead_tab_by_error_text_and_requeue_exactly_those(page, conso
     q = seeded.queries(DeadWorker)
     assert sorted(j.id for j in q.enqueued(order_by="id").rows) == ["mail-0", "mail-1", "mail-2"]
     assert sorted(j.id for j in q.morgue(order_by="id").rows) == [*(f"dead-{i}" for i in range(5)), "mail-late"]
+
+
+def test_a_lowercase_filter_finds_the_capitalised_error_unless_match_case_is_ticked(page, console, seeded):
+    kill(seeded, ["cap-0", "cap-1"], b"TimeoutError: Timeout after 30 s")
+    kill(seeded, ["ord-timeout-092"], b"ValueError: timeout_ms must be a number")
+    page.goto(console + "/workers/DeadWorker/morgue")
+    assert not page.is_checked("input[name=match_case]")
+    page.fill("input[name=error]", "timeout after")
+    page.click(".filters button[type=submit]")
+    page.wait_for_selector("#scan-progress")
+    shown = page.locator("input[name=ids]")
+    assert sorted(shown.nth(i).get_attribute("value") for i in range(shown.count())) == ["cap-0", "cap-1"]
+    page.fill("input[name=error]", "timeout")
+    page.check("input[name=match_case]")
+    page.click(".filters button[type=submit]")
+    page.wait_for_selector("#scan-progress")
+    assert page.is_checked("input[name=match_case]")
+    shown = page.locator("input[name=ids]")
+    assert [shown.nth(i).get_attribute("value") for i in range(shown.count())] == ["ord-timeout-092"]

@@ -33,11 +33,12 @@ def searcher(rt, worker=One) -> Search:
 
 
 def scan(rt, area, cursor, *, ids=1000, work=1 << 20, cls="", err="", payload="", wanted=1000,
-         bounds=("id", "", "")):
+         bounds=("id", "", ""), match_case=True):
     keys = rt.queue(One).keys.shards()[0]
-    weights = (search.compare_weight(err), search.compare_weight(payload))
+    weights = (search.compare_weight(err, match_case), search.compare_weight(payload, match_case))
     found, examined, following, _ = lua.run(rt.client, "scan", keys,
-                                            (area, cursor, ids, work, cls, err, payload, *bounds, wanted, *weights))
+                                            (area, cursor, ids, work, cls, err, payload, *bounds, wanted, *weights,
+                                             "1" if match_case else ""))
     text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
     return [text(i) for i in found], int(examined), text(following) if following else None
 
@@ -219,3 +220,41 @@ def test_a_cursor_inside_an_id_is_checked():
     for bad in ("3:0:F12,x,order-7", "3:0:F12,0,", "3:0:G1,0,a"):
         with pytest.raises(ValueError, match="malformed continuation"):
             Continuation.decode(bad)
+
+
+def test_letters_compare_ignoring_case_unless_asked(rt):
+    make_dead(rt, One, [{"id": "a", "payload": {"to": "Ops@Example.com"}}], error=b"TimeoutError: Timeout after 30 s")
+    make_dead(rt, One, [{"id": "b", "payload": "x"}], error=b"ValueError: timeout_ms must be a number")
+    blind = dict(match_case=False)
+    assert scan(rt, "morgue", "", err="TIMEOUT", **blind)[0] == ["a", "b"]
+    assert scan(rt, "morgue", "", cls="timeouterror", **blind)[0] == ["a"]
+    assert scan(rt, "morgue", "", payload="ops@example", **blind)[0] == ["a"]
+    assert scan(rt, "morgue", "", err="Timeout")[0] == ["a"]
+    assert scan(rt, "morgue", "", cls="timeouterror")[0] == []
+    # The search and the action's re-check agree, both ways.
+    for match_case, expected in ((False, ["a", "b"]), (True, ["b"])):
+        content = Content(error="timeout", match_case=match_case)
+        assert [i for chunk in searcher(rt).ids("morgue", content) for i in chunk] == expected
+        within = Filter("id", content=content, area="morgue")
+        assert rt.actions(One).morgue_delete(["a", "b"], within=within) == len(expected)
+        for job_id, error in (("a", b"TimeoutError: Timeout after 30 s"), ("b", b"ValueError: timeout_ms bad")):
+            make_dead(rt, One, [{"id": job_id, "payload": "x"}], error=error)
+
+
+def test_a_payload_window_is_compared_ignoring_case(rt):
+    big = "x" * 100_000 + "NeEdLe" + "x" * 100_000
+    One.perform_async([{"id": "big", "payload": big}])
+    found, _ = scan_all_case(rt, "needle", work=20_000)
+    assert found == ["big"]
+
+
+def scan_all_case(rt, payload, *, work):
+    found: list[str] = []
+    cursors: list[str] = []
+    cursor = ""
+    while True:
+        hits, _, cursor = scan(rt, "enqueued", cursor, payload=payload, work=work, match_case=False)
+        found += hits
+        if cursor is None:
+            return found, cursors
+        cursors.append(cursor)

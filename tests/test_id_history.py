@@ -89,8 +89,12 @@ def test_a_batch_failure_names_its_batch_and_a_partial_failure_the_id_that_raise
     q.fail(lease, [("a", clock.now)], b"", 5, errors={"a": b"KeyError: 'x'"}, acked=ids)
     newest_a = history("a").events[0]
     assert newest_a.kind == "failed" and newest_a.own_error and newest_a.error == "KeyError: 'x'"
+    assert newest_a.raised == ("a",) and "it raised this error itself (PartialFailure)" in newest_a.summary
+    assert set(newest_a.batch) == set(ids) and newest_a.batch_size == 3  # its batch-mates, performed
     newest_b = history(ids[0]).events[0]
     assert newest_b.kind == "performed" and "a failed" in (newest_b.reason or "")
+    assert newest_b.raised == ("a",) and set(newest_b.batch) == {"a", ids[1]}
+    assert failed.raised == ()  # a whole batch's failure cannot say which id raised
 
 
 def test_operators_actions_name_who_acted(clock):

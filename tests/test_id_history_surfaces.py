@@ -126,3 +126,41 @@ def test_the_cli_prints_the_history_for_people_and_scripts(tmp_path, redis_url, 
     assert missing.returncode == 1 and "no event of id 'never'" in missing.stderr
     only = run_cli(tmp_path, "jobs", "history", "done", "--worker", "Mailer", "--redis-url", redis_url)
     assert only.returncode == 1 and "Mailer's history" in only.stderr
+
+
+class Batchy(lowkiq.Worker):
+    shards_count = 1
+
+    def perform(self, payloads_by_id):
+        pass
+
+
+def test_the_job_page_links_batch_mates_and_names_the_id_a_partial_failure_raised(configure):
+    runtime = configure(workers=[Batchy])
+    hostile = "m<b>1</b>"
+    Batchy.perform_async([{"id": i, "payload": 1} for i in ("calm", hostile, "m3")])
+    q = runtime.queue(Batchy)
+    lease = held_lease(q, 0)
+    q.ack_and_take(None, (lease, 10))
+    q.fail(lease, [(hostile, 0.0)], b"", 5, errors={hostile: b"KeyError: 'to'"}, acked=["calm", "m3"])
+    client = host_app().test_client()
+    html = client.get(P + "/workers/Batchy/job", query_string={"id": "calm"}).get_data(as_text=True)
+    assert hostile not in html
+    raised = html.split("data-raised>")[1].split("</div>")[0]
+    assert raised.startswith('raised by <a href="/lowkiq/workers/Batchy/job?id=m%3Cb%3E1%3C/b%3E">m&lt;b&gt;1&lt;/b&gt;</a>')
+    batch = html.split("data-batch>")[1].split("</div>")[0]
+    assert 'href="/lowkiq/workers/Batchy/job?id=m3">m3</a>' in batch
+    mine = client.get(P + "/workers/Batchy/job", query_string={"id": hostile}).get_data(as_text=True)
+    assert "it raised this error itself (PartialFailure)" in mine and "raised by this id (PartialFailure)" in mine
+    out = run_cli_history(runtime, hostile)
+    assert "raised by this id (PartialFailure)" in out
+
+
+def run_cli_history(runtime, job_id: str) -> str:
+    from lowkiq.cli.human import Style
+    from lowkiq.cli.id_history import text
+    from lowkiq.console import Console, histories
+
+    c = Console.from_url(runtime.redis_url, redis_timeout=5)
+    shown = histories.search(c, job_id)
+    return text([s.as_json() for s in shown], Style())

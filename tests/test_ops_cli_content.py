@@ -58,7 +58,7 @@ def test_morgue_requeue_by_error_text_dry_run_then_confirm(tmp_path, redis_url, 
     dry = cli(tmp_path, redis_url, "morgue", "requeue", "OrdersWorker", "--error", "mailbox", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     data = json.loads(dry.stdout)
-    assert data["would_touch"] == 4 and data["content"] == {"error": "mailbox"}
+    assert data["would_touch"] == 4 and data["content"] == {"error": "mailbox", "match_case": False}
     make_dead(dead, OrdersWorker, [{"id": "late"}], error=b"TimeoutError: mailbox busy")  # after the count
     done = cli(tmp_path, redis_url, "morgue", "requeue", "OrdersWorker", "--error", "mailbox",
                "--confirm", data["confirm"], "--json")
@@ -70,3 +70,14 @@ def test_morgue_requeue_by_error_text_dry_run_then_confirm(tmp_path, redis_url, 
     assert "error class 'KeyError'" in text.stdout and "--error-class KeyError --redis-url" in text.stdout
     none = cli(tmp_path, redis_url, "morgue", "delete", "OrdersWorker")
     assert none.returncode == 2 and "say which dead jobs" in none.stderr
+
+
+def test_content_filters_ignore_case_unless_match_case(tmp_path, redis_url, dead):
+    found = lambda *extra: sorted(j["id"] for j in json.loads(cli(  # noqa: E731
+        tmp_path, redis_url, "jobs", "list", "OrdersWorker", "--dead", *extra, "--json").stdout)["jobs"])
+    assert found("--error", "MAILBOX") == ["t0", "t1", "t2", "t3"]
+    assert found("--error-class", "keyerror") == ["k0", "k1", "k2"]
+    assert found("--error", "MAILBOX", "--match-case") == []
+    dry = cli(tmp_path, redis_url, "morgue", "requeue", "OrdersWorker", "--error", "Mailbox", "--match-case",
+              "--dry-run")
+    assert "matching case" in dry.stdout and "--error Mailbox --match-case" in dry.stdout

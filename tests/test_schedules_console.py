@@ -37,7 +37,8 @@ def test_the_page_lists_every_schedule_with_its_actions(client, runtime, r):
     assert page.status_code == 200
     html = page.get_data(True)
     assert 'href="/lowkiq/schedules" class="active">Schedules</a>' in html  # in the top nav
-    assert "cron 0 3 * * * (Europe/Moscow)" in html and "every 30 s" in html and "id sync-id" in html
+    assert "every day at 03:00 Europe/Moscow" in html and "<code>0 3 * * *</code> (Europe/Moscow)" in html
+    assert "every 30 s" in html and "id sync-id" in html
     row = html.split('data-schedule="sync"')[1].split("</tr>")[0]
     assert "1970-01-01" in row and "queued" in row and "never" not in row  # last tick, its job's outcome
     assert 'action="/lowkiq/schedules/sync/pause"' in row and 'action="/lowkiq/schedules/sync/run"' in row

@@ -121,3 +121,60 @@ def test_the_continue_link_goes_on_where_the_page_stopped(client, runtime):
             break
         url = found.group(1).replace("&amp;", "&")
     assert seen == {f"k{i:02}" for i in range(5)}
+
+
+def seed_cases(runtime) -> None:
+    """Errors that differ by case only: the operator's "timeout" should find both kinds unless asked not to."""
+    make_dead(runtime, OrdersWorker, [{"id": f"cap{i}", "payload": {"to": "Ops@Example.com"}} for i in range(3)],
+              error=b"TimeoutError: Timeout after 30 s")
+    make_dead(runtime, OrdersWorker, [{"id": "ord-timeout-092", "payload": {"to": "a@b"}}],
+              error=b"ValueError: timeout_ms must be a number")
+
+
+def test_content_filters_ignore_case_unless_match_case_is_given(client, runtime):
+    seed_cases(runtime)
+    found = lambda **query: sorted(j["id"] for j in client.get(API + "/morgue", query_string=query).json["jobs"])  # noqa: E731
+    assert found(error="timeout after") == ["cap0", "cap1", "cap2"]
+    assert found(error_class="timeouterror") == ["cap0", "cap1", "cap2"]
+    assert found(payload="ops@example.COM") == ["cap0", "cap1", "cap2"]
+    assert found(error="Timeout") == ["cap0", "cap1", "cap2", "ord-timeout-092"]
+    assert found(error="Timeout", match_case="1") == ["cap0", "cap1", "cap2"]
+    assert found(error="timeout", match_case="true") == ["ord-timeout-092"]
+    assert found(error_class="timeouterror", match_case="1") == []
+    refused = client.get(API + "/morgue", query_string={"error": "x", "match_case": "maybe"})
+    assert refused.status_code == 400 and "match_case must be 0 or 1" in refused.json["error"]
+
+
+def test_a_case_blind_count_binds_its_action_and_match_case_is_part_of_the_token(client, runtime):
+    seed_cases(runtime)
+    body = {"action": "requeue", "error": "timeout after"}
+    dry = client.post(API + "/morgue/matching", json={**body, "dry_run": True})
+    assert dry.status_code == 200 and dry.json["count"] == 3
+    mismatch = client.post(API + "/morgue/matching", json={**body, "match_case": True, "confirm": dry.json["confirm"]})
+    assert mismatch.status_code == 409 and mismatch.json["reason"] == "mismatch"
+    dry = client.post(API + "/morgue/matching", json={**body, "dry_run": True})
+    make_dead(runtime, OrdersWorker, [{"id": "late"}], error=b"TimeoutError: TIMEOUT AFTER 5 s")  # after the count
+    done = client.post(API + "/morgue/matching", json={**body, "confirm": dry.json["confirm"]})
+    assert done.status_code == 200 and done.json == {"touched": 3, "counted": 3, "skipped": 0}
+    assert dead_ids(runtime) == {"ord-timeout-092", "late"}
+    strict = client.post(API + "/morgue/matching", json={"action": "delete", "error": "TIMEOUT", "match_case": True,
+                                                        "dry_run": True})
+    assert strict.json["count"] == 1 and strict.json["sample"] == ["late"]
+    refused = client.post(API + "/morgue/matching", json={**body, "match_case": "yes", "dry_run": True})
+    assert refused.status_code == 400 and '"match_case" must be true or false' in refused.json["error"]
+
+
+def test_the_dead_tab_says_it_ignores_case_and_keeps_match_case_through_its_actions(client, runtime):
+    seed_cases(runtime)
+    html = client.get(W + "/morgue", query_string={"error": "timeout after"}).get_data(as_text=True)
+    assert 'name="match_case"' in html and "Match case" in html
+    assert sorted(set(re.findall(r'name="ids" value="([^"]+)"', html))) == ["cap0", "cap1", "cap2"]
+    html = client.get(W + "/morgue", query_string={"error": "timeout", "match_case": "1"}).get_data(as_text=True)
+    assert re.findall(r'name="ids" value="([^"]+)"', html) == ["ord-timeout-092"]
+    assert 'name="match_case" value="1" checked' in html
+    assert '<input type="hidden" name="match_case" value="1">' in html  # the bulk form keeps it
+    listing = W + "/morgue?error=timeout&match_case=1"
+    form = {"csrf_token": csrf(client, listing), "next": listing, "error": "timeout", "match_case": "1",
+            "order_by": "updated_at"}
+    asked = client.post(W + "/morgue/delete_matching", data=form).get_data(as_text=True)
+    assert "Delete 1 dead job for good" in asked and "matching case" in asked

@@ -18,6 +18,7 @@ from . import (  # noqa: F401 - they register their routes on the blueprint
     export,
     groups_view,
     health,
+    hot_view,
     pause_view,
     prometheus,
     schedules_view,

@@ -133,7 +133,8 @@ def api_dashboard() -> Response:
         for view, m in data["rows"]
     ]
     broken = [{"name": entry.name, "problem": entry.problem} for entry in data["broken"]]
-    return reply({"queues": queues, "broken": broken, "totals": data["totals"], "redis_info": data["redis"]})
+    return reply({"queues": queues, "broken": broken, "totals": data["totals"], "redis_info": data["redis"],
+                  "attention": data["attention"].as_json()})
 
 
 def _listing_reply(shown: listing.Shown, encode: Any) -> Response:
@@ -407,7 +408,8 @@ def api_busy_stop(worker: str) -> Response:
 # What a refused confirmation answers: a token never issued is not found; a reused one, an expired one or one
 # that counted another action conflicts with the request (its "reason" says which).
 REFUSAL_STATUS = {"used": 409, "expired": 409, "unknown": 404, "mismatch": 409}
-MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "tag", "dry_run", "confirm")
+MATCHING_FIELDS = ("action", "order_by", "min", "max", "error_class", "error", "payload", "match_case", "tag",
+                   "dry_run", "confirm")
 
 
 @bp.post("/api/v1/workers/<worker>/enqueued/matching")
@@ -442,9 +444,11 @@ def _api_matching(worker: str, area: str) -> Response:
         raise BadInput('send either "dry_run": true (to count) or "confirm": "<token>" (to act), not both or neither')
     if token is not None and not isinstance(token, str):
         raise BadInput(f'"confirm" must be the token a dry run answered, got {token!r:.100}')
+    if not isinstance(body.get("match_case", False), bool):
+        raise BadInput(f'"match_case" must be true or false, got {body["match_case"]!r:.100}')
     orders, default, _ = AREA_ORDERS[area]
     fields: dict[str, Any] = {name: _form_value(name, body.get(name)) for name in ("order_by", "min", "max")}
-    fields.update({name: body[name] for name in listing.CONTENT_FIELDS if name in body})
+    fields.update({name: body[name] for name in (*listing.CONTENT_FIELDS, "match_case") if name in body})
     if "tag" in body:
         if not isinstance(body["tag"], str) or not body["tag"]:
             raise BadInput(f'"tag" must be a non-empty string, got {body["tag"]!r:.100}')

@@ -1,5 +1,5 @@
 """What the dashboard shows, for its page and for api/v1/dashboard alike: totals, a row per worker, the
-servers, the stale workers and Redis, read in one round trip."""
+servers, the stale workers and Redis, read in one round trip, and what needs attention (console/attention.py)."""
 
 from __future__ import annotations
 
@@ -25,16 +25,17 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
     history_chart.record(c, [m for _, m in rows], now)
+    from ..console import attention
     from ..console.servers import unserved
-    from ..console.stalls import long_performs, stalls
     from .stale import stale_workers
 
-    stalled = stalls(c, rows, now)
+    band = attention.read(c, rows, members, now)
     return {
         "servers": members,
         "unserved": unserved(c, rows, members),
-        "stalled": stalled,
-        "long_performs": long_performs(c, rows, members) if stalled else [],
+        "attention": band,
+        "stalled": band.stalled,
+        "long_performs": band.long_performs,
         "stale": stale_workers(c, rows, members, now),
         "rows": rows,
         "broken": c.broken(),

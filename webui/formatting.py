@@ -189,6 +189,8 @@ def filter_text(args: listing.Listing, limit: int | None = None) -> str:
         value = getattr(args, name)
         if value:
             parts.append(f"{label} {clip(value, limit) if limit else value!r}")
+    if args.content and args.match_case:
+        parts.append("matching case")
     if args.tag:
         parts.append(f"tagged {clip(args.tag, limit) if limit else args.tag!r}")
     return ", ".join(parts) or "all"

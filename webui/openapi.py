@@ -154,7 +154,20 @@ CONTENT_FILTER: Json = {
     "payload": {**NEEDLE, "description": "Only jobs with a payload whose stored (serialized, JSON by default) bytes "
                                          "contain this, as plain text."},
 }
+# Whether the content filters compare letters as given (a matching action's body); by default they ignore case.
+MATCH_CASE: Json = {"match_case": {"type": "boolean", "default": False,
+                                   "description": "Compare the content filters' letters as given; false or absent "
+                                                  "ignores case (ASCII letters: 'timeout' finds 'TimeoutError')."}}
 SECONDS = {"type": "number", "minimum": 0}
+# A busy shard's perform, as the dashboard's band names it.
+PERFORM: Json = {"worker": {"type": "string"}, "shard": COUNT, "server": {"type": ["string", "null"]},
+                 "thread": {"type": ["string", "null"]}, "running_for": {"type": "number", "minimum": 0}}
+
+
+def _items(properties: Json, description: str) -> Json:
+    return {"type": "array", "items": _object(properties), "description": description}
+
+
 UNIX_TIME = {"type": "number", "description": "Unix time, in seconds, from Redis's clock."}
 TEXT = {"type": "string"}
 TAG_FILTER = {"tag": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH,
@@ -275,6 +288,41 @@ SCHEMAS: Json = {
                          "description": "An async worker's concurrency (its batches at once per server process, "
                                         "docs/async.md); null: a sync worker, served by threads."}},
         "The jobs in processing now."),
+    "HotId": _object(
+        {"id": TEXT,
+         "shard": COUNT,
+         "versions": {**COUNT, "description": "Versions its pushes brought over what was read."},
+         "retries": {**COUNT, "description": "Its failed tries over what was read."},
+         "perform_seconds": {"type": "number", "minimum": 0,
+                             "description": "Seconds from each take of its batch to the batch's acknowledgement or "
+                                            "failure, summed (a batch's whole time counts for each of its ids)."}},
+        "An id and its counts."),
+    "HotIds": _object(
+        {"worker": TEXT,
+         "since": {**UNIX_TIME, "description": "The window's start: an hour before the read."},
+         "by_versions": {"type": "array", "items": _schema("HotId"), "maxItems": 10,
+                         "description": "The ids with the most versions enqueued, most first."},
+         "by_retries": {"type": "array", "items": _schema("HotId"), "maxItems": 10,
+                        "description": "The ids with the most retries, most first."},
+         "by_perform_time": {"type": "array", "items": _schema("HotId"), "maxItems": 10,
+                             "description": "The ids with the most perform time, most first."},
+         "shards": {"type": "array", "description": "Each shard, by index.", "items": _object(
+             {"shard": COUNT,
+              "queued": {**COUNT, "description": "Ids queued in it."},
+              "lag": {"type": "number", "minimum": 0, "description": "Seconds its oldest due id has waited."},
+              "oldest_id": {**_nullable(TEXT), "description": "The id with its lowest perform_in; null: none queued."},
+              "oldest_perform_in": {"type": ["number", "null"], "description": "That id's perform_in."},
+              "examined": {**COUNT, "description": "History entries of the shard read."},
+              "reaches_back_to": {"type": ["number", "null"], "description": "The oldest entry read."},
+              "whole_window": {"type": "boolean", "description": "Whether the hour (or all the shard's history "
+                                                                 "keeps) was read; false: its budget ended the walk."}},
+             "One shard's lag and what was read of its history.")},
+         "examined": {**COUNT, "description": "History entries read, all shards."},
+         "ids_seen": {**COUNT, "description": "Distinct ids counted."},
+         "whole_window": {"type": "boolean", "description": "Whether every shard was read over the whole hour."},
+         "budget": _object({"entries": COUNT, "per_shard": COUNT},
+                           "History entries one request reads at most, in all and per shard.")},
+        "A worker's hot ids over the last hour."),
     "JobLookup": _object(
         {
             "id": TEXT,
@@ -410,6 +458,10 @@ SCHEMAS: Json = {
                       "description": "The other ids of the same step (the first 20)."},
             "batch_size": {"type": "integer", "minimum": 1, "description": "How many ids the step had."},
             "reason": {**_nullable(TEXT), "description": "Why, when it says (a takeover, a PartialFailure)."},
+            "raised": {"type": "array", "items": TEXT, "maxItems": 20,
+                       "description": "A step ended by a PartialFailure: the ids that raised their own error, this "
+                                      "one included when it did (the first 20); empty when the whole batch failed "
+                                      "together or nothing failed."},
             "tags": {**TAGS, "description": "An enqueue's (enqueued, merged, joined_dead): the tags its versions "
                                             "brought; empty otherwise."},
         },
@@ -535,7 +587,31 @@ SCHEMAS: Json = {
             "broken": {"type": "array", "items": _schema("BrokenEntry")},
             "totals": _schema("DashboardTotals"),
             "redis_info": _schema("RedisInfo"),
+            "attention": _schema("Attention"),
         }
+    ),
+    "Attention": _object(
+        {
+            "stalled": _items({"worker": TEXT, "lag": SECONDS, "quiet_for": SECONDS},
+                              "Workers with jobs due for over 60 s that completed no perform for 60 s."),
+            "long_performs": _items(PERFORM, "While a worker stalls: the performs running over 60 s, longest first."),
+            "over_limit": _items({**PERFORM, "limit": SECONDS},
+                                 "Busy shards whose batch has run longer than its worker's time_limit."),
+            "held": _items({"worker": TEXT, "ids": COUNT}, "Dead ids a morgue_policy whole_id worker holds."),
+            "schedules": _items({"name": TEXT, "worker": TEXT, "job_id": TEXT,
+                                 "missed_since": {"type": ["number", "null"],
+                                                  "description": "When the missed tick was due; null: none missed."},
+                                 "outcome": TEXT},
+                                "Schedules that missed a tick (over 60 s late) or whose last run is retrying or dead."),
+            "slow_groups": _items({"worker": TEXT, "group": TEXT, "lag": SECONDS, "others": SECONDS,
+                                   "length": COUNT},
+                                  "Groups waiting 60 s and 5 times the median of their worker's other groups."),
+            "growing_morgues": _items({"worker": TEXT, "dead": COUNT, "grew": COUNT, "minutes": SECONDS},
+                                      "Workers with more dead jobs than about 10 minutes ago."),
+            "held_by_dead": _items({"worker": TEXT, "id": TEXT, "dependency_worker": TEXT, "dependency": TEXT},
+                                   "Sampled ids waiting (after) on a dead id."),
+        },
+        "What needs an operator now (the dashboard's band); every list is empty when the system is calm.",
     ),
     "AuditEntry": _object(
         {
@@ -672,16 +748,16 @@ SCHEMAS: Json = {
     ),
     "NoParameters": {"type": "object", "maxProperties": 0, "description": "An empty object, or no body at all."},
     "MatchingRequest": {"oneOf": [
-        _object({**MATCHING_FILTER, **CONTENT_FILTER, **TAG_FILTER,
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE, **TAG_FILTER,
                  "dry_run": {"const": True, "description": "Count, touch nothing, answer a token."}},
                 "Count the jobs the filter matches now.",
-                optional=("order_by", "min", "max", *CONTENT_FILTER, *TAG_FILTER)),
-        _object({**MATCHING_FILTER, **CONTENT_FILTER, **TAG_FILTER, "confirm": {
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE, *TAG_FILTER)),
+        _object({**MATCHING_FILTER, **CONTENT_FILTER, **MATCH_CASE, **TAG_FILTER, "confirm": {
                     **TEXT, "pattern": "^[0-9]{13}-[A-Za-z0-9_-]{22}$",
                     "description": "The token a dry run of the same action and filter answered: act on the jobs it "
                                    "counted."}},
                 "Act on the jobs a dry run counted.",
-                optional=("order_by", "min", "max", *CONTENT_FILTER, *TAG_FILTER)),
+                optional=("order_by", "min", "max", *CONTENT_FILTER, *MATCH_CASE, *TAG_FILTER)),
     ]},
     "MatchingAnswer": {"oneOf": [
         _object({
@@ -937,6 +1013,11 @@ def listing_parameters(area: str) -> list[Json]:
         {"name": "scan", "in": "query", "required": False, "schema": TEXT,
          "description": "Where a content search goes on: the `scan.continue` of its previous page. Only with "
                         "error_class, error or payload."},
+        {"name": "match_case", "in": "query", "required": False,
+         "schema": {"type": "string", "pattern": _any_case(TRUE_WORDS + FALSE_WORDS), "default": "0"},
+         "description": f"Whether error_class, error and payload compare letters as given: one of "
+                        f"{', '.join(TRUE_WORDS)} or {', '.join(FALSE_WORDS)}, in any case. When absent, 0: case is "
+                        "ignored (ASCII letters: 'timeout' finds 'TimeoutError: Timeout after 30 s')."},
         {"name": "tag", "in": "query", "required": False,
          "schema": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_LENGTH},
          "description": "Only the jobs whose id carries this tag (docs/tags.md), read from the tag index, shard by "
@@ -1120,6 +1201,12 @@ def paths() -> Json:
                                  parameters=listing_parameters("morgue")),
         f"{worker}/busy": _get("api_busy", "The jobs in processing", "BusyJobs", "The jobs.", 404,
                                parameters=[ref("parameters", "worker")]),
+        f"{worker}/hot": _get("api_hot", "The ids with the most versions, retries and perform time over the last "
+                              "hour, and each shard's lag", "HotIds", "The hot ids.", 404,
+                              parameters=[ref("parameters", "worker")],
+                              description="Counted from each shard's history stream, walked back an hour at most, "
+                                          "within a budget of entries per request that the answer states "
+                                          "(`budget`, `whole_window`); each shard's oldest due id by perform_in."),
         f"{worker}/job": _get("api_job_by_query", "Where a job is, by an id in the query", "JobLookup",
                               "Where the job is.", 400, 404,
                               parameters=[ref("parameters", "worker"), ref("parameters", "jobIdInQuery")],

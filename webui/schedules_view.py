@@ -7,9 +7,11 @@ token, then a redirect with a flash, as every action of the console.
 
 from __future__ import annotations
 
-from flask import Response, url_for
+from flask import Response, request, url_for
 from werkzeug.wrappers.response import Response as BaseResponse
 
+from ..console import schedule_runs
+from ..console.cron_words import in_words
 from ..console.schedules import ScheduleConsole, from_app
 from . import actor
 from .blueprint import bp
@@ -38,12 +40,21 @@ def _act(name: str, verb: str, source: str) -> tuple[str, bool | float]:
 def schedules_page() -> Response:
     board = _board()
     rows = board.rows()
-    return page("lowkiq/schedules.html", rows=rows, now=board.now(), source="app" if board.configured else "registry")
+    c = console()
+    # Each schedule's last runs, from its id's history: a bounded walk each, for the first RUNS_SCHEDULES.
+    runs = [schedule_runs.last_runs(c.client, row.info, load_error=c.load_error)
+            for row in rows[:schedule_runs.RUNS_SCHEDULES]]
+    ran = next((row.info for row in rows if row.info.name == request.args.get("ran")), None)
+    return page("lowkiq/schedules.html", rows=rows, runs=runs, now=board.now(), ran=ran,
+                source="app" if board.configured else "registry", in_words=in_words,
+                runs_examined=schedule_runs.RUNS_EXAMINED, runs_schedules=schedule_runs.RUNS_SCHEDULES)
 
 
 def _page_action(name: str, verb: str) -> BaseResponse:
     message, _ = _act(name, verb, "console")
-    return flash_back(url_for(".schedules_page"), message)
+    # After "Run now" the page names the run, with a link to its job and history.
+    back = url_for(".schedules_page", ran=name) if verb == "run" else url_for(".schedules_page")
+    return flash_back(back, message)
 
 
 @bp.post("/schedules/<name>/pause")

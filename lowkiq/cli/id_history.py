@@ -38,6 +38,9 @@ def _worker_text(h: dict[str, Any], style: Style) -> str:
             more = event["batch_size"] - 1 - len(event["batch"])
             lines.append(human.INDENT * 2 + "with " + ", ".join(human.cell(i) for i in event["batch"])
                          + (f" and {human.count(more)} more" if more > 0 else ""))
+        if event.get("raised"):
+            lines.append(human.INDENT * 2 + "raised by " + ", ".join(
+                "this id" if i == h["id"] else human.cell(i) for i in event["raised"]) + " (PartialFailure)")
         if event["error"]:
             lines.append(human.block(event["error"]))
         if event["traceback"]:

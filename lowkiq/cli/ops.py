@@ -116,6 +116,10 @@ def parser() -> argparse.ArgumentParser:
     stop.add_argument("worker")
     stop.add_argument("id")
     stop.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    hot = jobs_sub.add_parser("hot", parents=[common],
+                              help="a worker's hot ids over the last hour: the most versions enqueued, retries and "
+                                   "perform time, and each shard's lag with its oldest due id")
+    hot.add_argument("worker")
     listing = jobs_sub.add_parser("list", parents=[common], help="a worker's queued, busy or dead jobs")
     listing.add_argument("worker")
     which = listing.add_mutually_exclusive_group(required=True)
@@ -171,6 +175,8 @@ def _content_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--error", metavar="TEXT", help="only jobs whose error text contains TEXT (plain text)")
     p.add_argument("--payload", metavar="TEXT", help="only jobs with a payload whose stored (serialized) text "
                    "contains TEXT; content filters search a bounded number of jobs per page (see --scan)")
+    p.add_argument("--match-case", action="store_true", help="compare the content filters' letters as given; "
+                   "by default case is ignored (--error timeout finds 'Timeout after 30 s')")
 
 
 def _content(args: argparse.Namespace) -> Any:
@@ -178,10 +184,18 @@ def _content(args: argparse.Namespace) -> Any:
     from ..console import listing
 
     given = {name: getattr(args, name) for name in listing.CONTENT_FIELDS if getattr(args, name) is not None}
+    if args.match_case:
+        given["match_case"] = "1"
     try:
         return listing.content_filter(given, blank_is_absent=False)
     except listing.BadInput as exc:
         raise OpsError(f"--{str(exc).replace('_', '-')}") from None
+
+
+def _content_json(content: Any) -> dict[str, Any]:
+    """A content filter as the JSON output says it: the fields given, and match_case (false: case ignored)."""
+    given = {name: value for name, value in zip(("error_class", "error", "payload"), content.args()) if value}
+    return {**given, "match_case": content.match_case}
 
 
 def _bounds_arguments(p: argparse.ArgumentParser) -> None:
@@ -257,6 +271,8 @@ def _run(c: Console, args: argparse.Namespace) -> Shown:
             return tagged_jobs(c, args.tag, args.worker, _limit(args.limit), args.after)
         if args.command == "jobs" and args.jobs_command == "stop":
             return stop_perform(c, args)
+        if args.command == "jobs" and args.jobs_command == "hot":
+            return hot_ids(c, args.worker)
         if args.command == "jobs":
             return list_jobs(c, args)
         if args.command in ("pause", "resume"):
@@ -385,6 +401,41 @@ def id_history(c: Console, job_id: str, worker: str, limit: int) -> Shown:
     return Shown(data, lambda style: id_history_text.text(found, style))
 
 
+def hot_ids(c: Console, worker: str) -> Shown:
+    """The worker's hottest ids over the last hour, by each measure, and each shard's lag (lowkiq.console.hot)."""
+    from ..console import hot
+
+    view = c.worker(worker)
+    data = hot.as_json(view, hot.hot_ids(c, view))
+
+    def text(style: Style) -> str:
+        lines = [f"{view.name} · since {style.when(data['since'])} · {human.count(data['examined'])} history "
+                 f"entries read ({human.count(data['budget']['per_shard'])} per shard at most), "
+                 f"{human.plural(data['ids_seen'], 'id')} seen"]
+        if not data["whole_window"]:
+            short = sum(not s["whole_window"] for s in data["shards"])
+            lines.append(f"{human.INDENT}{short} shards reached their budget: counted over less than the hour")
+        for key, title in (("by_versions", "most versions"), ("by_retries", "most retries"),
+                           ("by_perform_time", "most perform time")):
+            lines.append(f"{title}:")
+            rows = data[key]
+            if not rows:
+                lines.append(f"{human.INDENT}none")
+                continue
+            lines.append(human.table(["id", "shard", "versions", "retries", "perform time"],
+                                     [[r["id"], r["shard"], human.count(r["versions"]), human.count(r["retries"]),
+                                       human.duration(r["perform_seconds"])] for r in rows],
+                                     right=("shard", "versions", "retries", "perform time")))
+        lines.append("shards:")
+        lines.append(human.table(["shard", "queued", "lag", "oldest due id"],
+                                 [[s["shard"], human.count(s["queued"]), human.duration(s["lag"]),
+                                   "-" if s["oldest_id"] is None else s["oldest_id"]] for s in data["shards"]],
+                                 right=("shard", "queued", "lag"), last_unclipped=True))
+        return "\n".join(lines)
+
+    return Shown(data, text)
+
+
 def tagged_jobs(c: Console, tag: str, worker: str, limit: int, after: str) -> Shown:
     """The ids tagged ``tag`` in every worker (or in ``worker``), a page of each, read from the tag indexes."""
     if after and not worker:
@@ -497,8 +548,7 @@ def _searched(c: Console, view: Any, kind: str, shown: Any, content: Any, scan: 
     jobs = [_job(j, kind, view.name) for j in rows]
     following = found.next.encode() if found.next else None
     data = {"worker": view.name, "kind": kind, "jobs": jobs, **_filter_json(shown),
-            "content": {name: value for name, value in zip(("error_class", "error", "payload"), content.args())
-                        if value},
+            "content": _content_json(content),
             "scan": {"examined": found.examined, "total": found.total, "continue": following}}
     scope = f", {content.describe()}" + (f", {_scope_text(shown)}" if shown.min or shown.max else "")
 
@@ -682,8 +732,7 @@ def morgue_action(c: Console, args: argparse.Namespace) -> Shown:
     described = [part for part in (_scope_text(shown) if shown else "", content.describe()) if part]
     scope = f"the dead jobs with {', '.join(described)}" if described else "every dead job"
     filtered = {**(_filter_json(shown) if shown else {}),
-                **({"content": {name: value for name, value in zip(("error_class", "error", "payload"),
-                                                                    content.args()) if value}} if content else {})}
+                **({"content": _content_json(content)} if content else {})}
     token = args.confirm
     if token is None:
         pending = c.count_matching(view, "morgue", verb, order_by, **bounds)
@@ -735,6 +784,8 @@ def _command_line(args: argparse.Namespace, *, confirm: str) -> str:
     for option in ("error_class", "error", "payload"):
         if getattr(args, option) is not None:
             words += [f"--{option.replace('_', '-')}", getattr(args, option)]
+    if args.match_case:
+        words.append("--match-case")
     if args.all:
         words.append("--all")
     for option in ("redis_url", "app"):

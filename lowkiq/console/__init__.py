@@ -42,6 +42,7 @@ from ..store.search import Bounds, Content, Continuation, Search
 from ..store.tags import TaggedPage, Tags
 from ..transport import Transport
 from .operations import MATCHING
+from .schedules import ScheduleConsole, from_app
 from .waiting import Dependent, WaitingVersion, dependents, waiting_count, waiting_versions
 from .waiting import WaitingOn as WaitingOn
 
@@ -138,6 +139,7 @@ class Console:
         self.redis_label = redis_label  # which Redis, for people: never a password
         # Every read of many workers stops at a budget of shards: a page costs a bounded number of commands.
         self._reader = MetricsReader(client, shard_budget=CONSOLE_SHARD_BUDGET)
+        self._schedule_board: ScheduleConsole | None = None
 
     @classmethod
     def from_runtime(cls, runtime: Runtime, *, redis_timeout: float, redis_url: str | None = None) -> Console:
@@ -166,6 +168,13 @@ class Console:
     def from_url(cls, url: str, *, redis_timeout: float, redis_label: str = "") -> Console:
         client = Transport(url, pool_size=CONSOLE_POOL_SIZE, timeout=redis_timeout)
         return cls(client, cached_registry(client), redis_label=redis_label or connection.describe(url))
+
+    def schedule_board(self) -> ScheduleConsole:
+        """The schedules the dashboard watches: the app's, else the registry's, read again at most every
+        REGISTRY_TTL seconds (the dashboard polls)."""
+        if self._schedule_board is None:
+            self._schedule_board = from_app(self.client, registry_ttl=REGISTRY_TTL)
+        return self._schedule_board
 
     # ---- workers --------------------------------------------------------
 
@@ -367,9 +376,11 @@ class Console:
         return list(zip(views, measured))
 
     def dashboard(self) -> tuple[list[tuple[WorkerView, QueueMetrics]], dict[str, Any], list[Member]]:
-        """Every shard's numbers, Redis INFO and the live servers, in one round trip."""
+        """Every shard's numbers, Redis INFO and the live servers, in one round trip; each worker's biggest
+        groups too, for the "needs attention" band (one more round trip when a shard holds groups)."""
         views = self.workers()
-        measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock())
+        measured, info, members = self._reader.read_with_members([v.keys for v in views], self.clock(),
+                                                                 groups=True)
         return list(zip(views, measured)), _redis_summary(info or {}), members
 
     def metrics_and_members(self, now: float, *,
@@ -399,7 +410,8 @@ def _scope(view: WorkerView, area: str, verb: str, order_by: str, min: Any, max:
     content = content or Content()
     return {"worker": view.name, "area": area, "action": verb, "order_by": order_by,
             "min": "" if min is None else str(min), "max": "" if max is None else str(max),
-            "error_class": content.error_class, "error": content.error, "payload": content.payload, "tag": tag}
+            "error_class": content.error_class, "error": content.error, "payload": content.payload,
+            "match_case": content.case_arg(), "tag": tag}
 
 
 def _bounds(order_by: str, min: Any, max: Any) -> Bounds:

@@ -40,6 +40,8 @@ class Listing:
     error_class: str = ""
     error: str = ""
     payload: str = ""
+    # Whether the content filters compare letters as they are; by default they ignore case.
+    match_case: bool = False
     # Where a content search goes on (a Continuation's text); a content listing pages forwards only.
     scan: str = ""
     # A tag filter (docs/tags.md): the area's ids that carry it, read from the tag index, shard by shard and by
@@ -49,7 +51,7 @@ class Listing:
 
     @property
     def content(self) -> Content:
-        return Content(self.error_class, self.error, self.payload)
+        return Content(self.error_class, self.error, self.payload, self.match_case)
 
     @property
     def bounded(self) -> bool:
@@ -70,6 +72,8 @@ class Listing:
         for name in (*CONTENT_FIELDS, "scan", "tag", "tag_after"):
             if getattr(listing, name):
                 out[name] = getattr(listing, name)
+        if listing.match_case and listing.content:
+            out["match_case"] = "1"
         return out
 
     def first_page(self) -> Listing:
@@ -124,6 +128,7 @@ def parse(args: Mapping[str, str], orders: tuple[str, ...], *, default_order: st
         error_class=content.error_class,
         error=content.error,
         payload=content.payload,
+        match_case=content.match_case,
         scan=scan,
         tag=tag,
         tag_after=tag_after,
@@ -153,8 +158,9 @@ def searched_id(text: str) -> str:
 
 
 def content_filter(args: Mapping[str, Any], *, blank_is_absent: bool = True) -> Content:
-    """The content filters of a request (error_class, error, payload), checked: BadInput names a bad one."""
-    values = {}
+    """The content filters of a request (error_class, error, payload, and match_case: 1 or true to compare
+    letters as they are, else case is ignored), checked: BadInput names a bad one."""
+    values: dict[str, Any] = {"match_case": match_case(args.get("match_case"))}
     for name in CONTENT_FIELDS:
         value = args.get(name)
         if value is None:
@@ -168,6 +174,21 @@ def content_filter(args: Mapping[str, Any], *, blank_is_absent: bool = True) -> 
         return Content(**values)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+
+
+def match_case(value: Any) -> bool:
+    """A request's ``match_case``: absent, empty, 0 or false ignore case; 1 or true match it (a form's checkbox
+    sends 1, a JSON body true)."""
+    if value is None or value == "" or value is False:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, str):
+        try:
+            return boolean(value)
+        except ValueError:
+            pass
+    raise BadInput(f"match_case must be 0 or 1 (true or false), got {value!r:.100}")
 
 
 # Lowkiq's API and web client, like Redis, write "no bound" as an infinity: -inf below, +inf (or inf) above.

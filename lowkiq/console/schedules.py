@@ -6,6 +6,7 @@ Schedules come from the configured app, else from the registry servers keep in R
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,25 +39,35 @@ class ScheduleRow:
 
 class ScheduleConsole:
     def __init__(self, client: Any, configured: Sequence[Any] = (),
-                 dump_payload: Callable[[Any], bytes | str] = dump_json) -> None:
+                 dump_payload: Callable[[Any], bytes | str] = dump_json, *, registry_ttl: float = 0.0) -> None:
+        """``registry_ttl``: seconds the registry's schedules are kept before being read again (0: every time),
+        for a board polled often, such as the dashboard's."""
         self.client = client
         # the app's lowkiq.Schedule objects, when the console runs with the app's code
         self.configured = {s.name: s for s in configured}
         self.dump_payload = dump_payload
+        self.registry_ttl = registry_ttl
+        self._registry: tuple[float, list[ScheduleInfo]] | None = None
 
     def infos(self) -> list[ScheduleInfo]:
         if self.configured:
             return [schedules.info_of(s) for s in self.configured.values()]
-        return schedules.read_registry(self.client)
+        read_at = time.monotonic()
+        if self._registry is None or read_at - self._registry[0] >= self.registry_ttl:
+            self._registry = (read_at, schedules.read_registry(self.client))
+        return self._registry[1]
 
     def now(self) -> float:
         seconds, micros = self.client.time()
         return int(seconds) + int(micros) / 1_000_000
 
-    def rows(self) -> list[ScheduleRow]:
+    def rows(self, now: float | None = None) -> list[ScheduleRow]:
+        """Every schedule with its state; ``now``: the moment its next tick is counted from (Redis's by default)."""
         infos = self.infos()
+        if not infos:
+            return []
         states = schedules.states(self.client, infos)
-        now = self.now()
+        now = self.now() if now is None else now
         return [ScheduleRow(info, state, None if state.paused else info.rule.next_after(now))
                 for info, state in zip(infos, states)]
 
@@ -102,11 +113,11 @@ class ScheduleConsole:
         return {"scheduled_at": now, **schedules.registered_payload(self.client, info.name)}
 
 
-def from_app(client: Any) -> ScheduleConsole:
+def from_app(client: Any, *, registry_ttl: float = 0.0) -> ScheduleConsole:
     """The schedules of the configured app in this process, else those of the registry."""
     from .. import runtime
 
     current = runtime._current
     if current is not None and current.settings.schedules:
         return ScheduleConsole(client, current.settings.schedules, current.settings.dump_payload)
-    return ScheduleConsole(client)
+    return ScheduleConsole(client, registry_ttl=registry_ttl)

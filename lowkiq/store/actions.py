@@ -56,7 +56,7 @@ class Filter:
         tagged = ("tagged", self.tag) if self.tag else ()
         bounds = (self.index, self._bound(self.lo, "min"), self._bound(self.hi, "max"))
         if self.content:
-            return (*tagged, "match_content", *bounds, self.area, *self.content.args())
+            return (*tagged, "match_content", *bounds, self.area, *self.content.args(), self.content.case_arg())
         return (*tagged, "match", *bounds)
 
     def _bound(self, value: Any, name: str) -> str:

@@ -271,3 +271,23 @@ def watchers_of(client: Transport, keys: ShardKeys, job_id: str) -> list[tuple[s
     if raw is None:
         return []
     return [(codec.text(w[2]), codec.text(w[4])) for w in msgpack.unpackb(raw, raw=True)[1:]]
+
+
+def sample_waiting(client: Transport, shards: Sequence[ShardKeys],
+                   count: int) -> list[list[tuple[str, list[tuple[str, str]]]]]:
+    """Per shard, some of its waiting ids and what each waits on (worker name, id), from one HSCAN step of about
+    ``count`` ids, all shards in one round trip: the dashboard's look for versions held by a dead dependency,
+    bounded whatever the number waiting."""
+    if not shards:
+        return []
+    replies = client.pipeline_commands(
+        [(keys.depend_waiting_hash, ("HSCAN", keys.depend_waiting_hash, 0, "COUNT", count)) for keys in shards])
+    out = []
+    for _, flat in replies:
+        found = []
+        for i in range(0, len(flat), 2):
+            pending = [pair for parking in msgpack.unpackb(flat[i + 1], raw=True)
+                       for pair in zip(parking[5][0::2], parking[5][1::2])]
+            found.append((codec.text(flat[i]), [(codec.text(w), codec.text(d)) for w, d in pending]))
+        out.append(found)
+    return out

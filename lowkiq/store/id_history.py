@@ -85,6 +85,9 @@ class Event:
     batch: tuple[str, ...] = ()
     batch_size: int = 1
     reason: str | None = None
+    # a step ended by a PartialFailure: the ids that raised their own error, this one included when it did (the
+    # first 20); empty when the whole batch failed together (its perform cannot say which id made it)
+    raised: tuple[str, ...] = ()
     # enqueued, merged, joined_dead: the tags the push brought (docs/tags.md)
     tags: tuple[str, ...] = ()
 
@@ -100,6 +103,8 @@ class Event:
                 text += ", retries later"
         if self.kind == "failed" and not self.own_error and self.batch_size > 1:
             text += f"; its batch of {self.batch_size} failed together"
+        if self.kind == "failed" and self.own_error:
+            text += "; it raised this error itself (PartialFailure)"
         if self.tags:
             text += f", tagged {', '.join(self.tags)}"
         if self.reason:
@@ -114,7 +119,7 @@ class Event:
                 "retry_count": self.retry_count, "perform_in": self.perform_in, "versions": self.versions,
                 "error": self.error, "traceback": self.traceback, "own_error": self.own_error,
                 "batch": list(self.batch), "batch_size": self.batch_size, "reason": self.reason,
-                "tags": list(self.tags)}
+                "raised": list(self.raised), "tags": list(self.tags)}
 
 
 @dataclass
@@ -219,8 +224,11 @@ class IdHistories:
                  job_id: str) -> Iterator[Event]:
         batch_error, acked, outcomes, crashed = d[0], _ids(d[1]), d[2], d[3]
         failed = [codec.text(o[0]) for o in _list(outcomes)]
+        # A PartialFailure names the ids that raised, each with its own error; the rest of its batch was acked.
+        raised = tuple(codec.text(o[0]) for o in _list(outcomes) if o[4] not in (False, None))[:20]
         if job_id in acked:
-            yield Event(at, "performed", server, thread, token, batch=_others(acked, job_id), batch_size=len(acked),
+            yield Event(at, "performed", server, thread, token, batch=_others(acked + failed, job_id),
+                        batch_size=len(acked) + len(failed), raised=raised,
                         reason=f"its batch's other ids {', '.join(failed[:5])} failed (PartialFailure)")
         for outcome in _list(outcomes):
             if _s(outcome[0]) != job_id:
@@ -229,9 +237,11 @@ class IdHistories:
             error, traceback = self._error(outcome[4] if own else batch_error)
             dead = _s(outcome[2]) == "dead"
             reason = "the child process performing it died" if crashed else None
+            step = failed + acked if own else failed
             yield Event(at, "failed", server, thread, token, retry_count=int(outcome[1]),
                         perform_in=None if dead else _number(outcome[3]), error=error, traceback=traceback,
-                        own_error=own, batch=_others(failed, job_id), batch_size=len(failed), reason=reason)
+                        own_error=own, batch=_others(step, job_id), batch_size=len(step), reason=reason,
+                        raised=raised if own else ())
             if dead:
                 n = int(outcome[3])
                 yield Event(at, "morgued", server, thread, token, retry_count=int(outcome[1]), error=error,

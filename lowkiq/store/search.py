@@ -37,22 +37,32 @@ AREAS = ("enqueued", "morgue")
 _INSIDE = re.compile(r"[FRM]\d{1,12},\d{1,12},.+", re.DOTALL)
 
 
-def compare_weight(needle: str) -> int:
+def compare_weight(needle: str, match_case: bool = True) -> int:
     """Units of work of comparing one byte with ``needle`` (a byte read is one). Lua's plain string.find
     costs about twice a read per byte where the needle's first byte is frequent, and more as the needle
-    grows (``aaa…ab`` over ``aaaa…``): 2, and one more per 50 bytes of needle."""
-    return 2 + len(needle.encode()) // 50
+    grows (``aaa…ab`` over ``aaaa…``): 2, and one more per 50 bytes of needle. Ignoring case folds each byte
+    compared first (string.lower, a copy): one more."""
+    return 2 + len(needle.encode()) // 50 + (0 if match_case else 1)
 
 
 @dataclass(frozen=True)
 class Content:
     """What a job's content must hold: its error class equal to ``error_class``, its error text containing
     ``error``, one of its payloads (as stored: serialized, JSON by default) containing ``payload``.
-    An empty field asks nothing; a filter with all three empty matches every job."""
+    An empty field asks nothing; a filter with all three empty matches every job. Letters compare
+    ignoring case unless ``match_case``: "timeout" finds "TimeoutError" (ASCII letters only: Redis's
+    Lua folds bytes, so "É" and "é" stay different).
+
+    Example::
+
+        Content(error="timeout")                    # finds "Timeout after 30 s" and "timeout_ms: bad value"
+        Content(error="Timeout", match_case=True)   # finds only the first
+    """
 
     error_class: str = ""
     error: str = ""
     payload: str = ""
+    match_case: bool = False
 
     def __post_init__(self) -> None:
         for name in ("error_class", "error", "payload"):
@@ -70,6 +80,10 @@ class Content:
     def args(self) -> tuple[str, str, str]:
         return (self.error_class, self.error, self.payload)
 
+    def case_arg(self) -> str:
+        """How the scripts read ``match_case``: "1" to match case, "" to ignore it."""
+        return "1" if self.match_case else ""
+
     def describe(self) -> str:
         parts = []
         if self.error_class:
@@ -78,6 +92,8 @@ class Content:
             parts.append(f"error containing {self.error!r}")
         if self.payload:
             parts.append(f"payload containing {self.payload!r}")
+        if parts and self.match_case:
+            parts.append("matching case")
         return ", ".join(parts)
 
 
@@ -187,7 +203,8 @@ class Search:
         """The ids one step found, how many it examined, where the next goes on (None: the shard is done), and
         the work it did."""
         args = (area, cursor, step, STEP_WORK, *content.args(), bounds.index, bounds.lo, bounds.hi, wanted,
-                compare_weight(content.error), compare_weight(content.payload))
+                compare_weight(content.error, content.match_case),
+                compare_weight(content.payload, content.match_case), content.case_arg())
         found, examined, following, work = lua.run(self.client, "scan", self._shards[shard], args)
         return ([codec.text(i) for i in found], int(examined), codec.text(following) if following else None,
                 int(work))

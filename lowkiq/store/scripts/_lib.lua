@@ -495,12 +495,20 @@ local function error_text(raw)
   return string.sub(raw, es, es + elen - 1)
 end
 
+-- ``s`` as a content filter compares it: as is when ``match_case``, else its ASCII letters in lower case.
+local function case_folded(s, match_case)
+  if match_case then return s end
+  return string.lower(s)
+end
+
 -- Whether a job's content matches: its error's class (the text before the first ':' or line end, as
 -- "TimeoutError: ..." is written) equal to ``cls``, its error text containing ``err``, one of its
 -- payloads (as stored, serialized) containing ``payload``; '' asks nothing. ``queued``: the queue's job
 -- (its payloads through payloads_of: a spilled id keeps them in other keys), else the morgue's.
+-- ``match_case``: letters compare as they are, else ignoring case (as the search that counted did).
 -- Returns whether it matches and the bytes read, which the scan counts against its budget.
-local function content_matches(id, queued, cls, err, payload)
+local function content_matches(id, queued, cls, err, payload, match_case)
+  cls, err, payload = case_folded(cls, match_case), case_folded(err, match_case), case_folded(payload, match_case)
   local read = 0
   local field = redis.call('HGET', (queued and K_PAYLOADS) or K_M_PAYLOADS, id)
   if not field then return false, 0 end
@@ -508,7 +516,7 @@ local function content_matches(id, queued, cls, err, payload)
     local raw = redis.call('HGET', (queued and K_ERRORS) or K_M_ERRORS, id)
     if not raw then return false, 0 end
     read = read + #raw
-    local text = error_text(raw)
+    local text = case_folded(error_text(raw), match_case)
     if cls ~= '' then
       local head = string.match(text, '^[^:\n]*')
       if string.match(head, '^%s*(.-)%s*$') ~= cls then return false, read end
@@ -522,7 +530,7 @@ local function content_matches(id, queued, cls, err, payload)
     local p = list[i]
     if type(p) == 'string' then
       read = read + #p
-      if string.find(p, payload, 1, true) then return true, read end
+      if string.find(case_folded(p, match_case), payload, 1, true) then return true, read end
     end
   end
   return false, read
@@ -531,10 +539,10 @@ end
 -- Whether a job still matches the filter an operator counted: its id (index 'id', bytewise) or its
 -- score in the index (perform_in, retry_count, updated_at) within lo..hi, inclusive; '' is unbounded.
 -- A job that left the index matches nothing. ``content`` ({area, cls, err, payload}, or nil) asks
--- content_matches too.
+-- content_matches too, and ``content[5]`` '1' to match case.
 local function matches(id, index, lo, hi, content)
   if content then
-    local ok = content_matches(id, content[1] ~= 'morgue', content[2], content[3], content[4])
+    local ok = content_matches(id, content[1] ~= 'morgue', content[2], content[3], content[4], content[5] == '1')
     if not ok then return false end
   end
   if index == 'id' then
@@ -557,7 +565,8 @@ end
 -- The ids a script acts on, from ARGV[first] on:
 --   'ids', id, ...                 the given ids;
 --   'match', index, lo, hi, id, ... the given ids that still match that filter (see matches);
---   'match_content', index, lo, hi, area, cls, err, payload, id, ...  the same, and their content too;
+--   'match_content', index, lo, hi, area, cls, err, payload, case, id, ...  the same, and their content
+--                                  too (case: '1' to match case, '' to ignore it);
 --   'all', limit                   the first ``limit`` ids of ``all_zset``: one chunk of an action on a
 --                                  whole area, so that no script's run time grows with the queue.
 local function listed_ids(first, all_zset)
@@ -570,8 +579,8 @@ local function listed_ids(first, all_zset)
     local index, lo, hi = ARGV[first + 1], ARGV[first + 2], ARGV[first + 3]
     local content, from = nil, first + 4
     if mode == 'match_content' then
-      content = {ARGV[first + 4], ARGV[first + 5], ARGV[first + 6], ARGV[first + 7]}
-      from = first + 8
+      content = {ARGV[first + 4], ARGV[first + 5], ARGV[first + 6], ARGV[first + 7], ARGV[first + 8]}
+      from = first + 9
     end
     for i = from, #ARGV do
       if matches(ARGV[i], index, lo, hi, content) then ids[#ids + 1] = ARGV[i] end

@@ -11,6 +11,7 @@
 -- ARGV[8], ARGV[9], ARGV[10] = index, lo, hi: the listing's min..max too (see matches); lo and hi '' for none
 -- ARGV[11] = matches wanted at most: the step ends at the last one a page shows, so that the next goes on there
 -- ARGV[12], ARGV[13] = units of work per byte compared with the error text, with a payload
+-- ARGV[14] = '1' to match case; '' compares letters ignoring case (ASCII: Redis's Lua folds bytes)
 -- Returns {matched ids, examined, next cursor (false: the shard is done), work done}.
 -- A cursor is a section letter ('f' fresh, 'r' retried, 'm' morgue) and the last id examined, so that ids
 -- added or removed between steps neither stop nor repeat the search. A step that ends inside a spilled id
@@ -28,6 +29,8 @@ local cls, err, needle = ARGV[5], ARGV[6], ARGV[7]
 local index, lo, hi = ARGV[8], ARGV[9], ARGV[10]
 local wanted = tonumber(ARGV[11])
 local err_weight, payload_weight = tonumber(ARGV[12]), tonumber(ARGV[13])
+local match_case = ARGV[14] == '1'
+cls, err, needle = case_folded(cls, match_case), case_folded(err, match_case), case_folded(needle, match_case)
 local queued = area ~= 'morgue'
 local payloads_key, errors_key = K_M_PAYLOADS, K_M_ERRORS
 if queued then payloads_key, errors_key = K_PAYLOADS, K_ERRORS end
@@ -55,10 +58,12 @@ local function contains(s, from, weight, size)
   local window = math.max(math.floor(budget / weight), math.floor(size / 8))
   if rest <= window then
     work = work + rest * weight
+    if not match_case then return string.find(string.lower(string.sub(s, from)), needle, 1, true) ~= nil end
     return string.find(s, needle, from, true) ~= nil
   end
   work = work + window * weight
-  if string.find(string.sub(s, from, from + window + #needle - 2), needle, 1, true) then return true end
+  local part = case_folded(string.sub(s, from, from + window + #needle - 2), match_case)
+  if string.find(part, needle, 1, true) then return true end
   return from + window
 end
 
@@ -71,7 +76,7 @@ local function error_matches(id)
   if err ~= '' then cost = cost + size * err_weight end
   if not fits(cost) then return nil end
   work = work + cost
-  local text = error_text(redis.call('HGET', errors_key, id))
+  local text = case_folded(error_text(redis.call('HGET', errors_key, id)), match_case)
   if cls ~= '' then
     local head = string.match(text, '^[^:\n]*')
     if string.match(head, '^%s*(.-)%s*$') ~= cls then return false end
@@ -123,7 +128,7 @@ local function payloads_match(id, at, byte)
   local list = decode(field or redis.call('HGET', payloads_key, id))
   for i = 1, #list, 2 do
     local p = list[i]
-    if type(p) == 'string' and string.find(p, needle, 1, true) then return true end
+    if type(p) == 'string' and string.find(case_folded(p, match_case), needle, 1, true) then return true end
   end
   return false
 end
