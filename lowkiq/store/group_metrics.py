@@ -65,7 +65,7 @@ class ShardGroups:
 
 
 def parse_shard(keys: ShardKeys, replies: Sequence[Any]) -> ShardGroups:
-    return ShardGroups(keys, tuple((_text(member), int(float(score))) for member, score in _pairs(replies[0])),
+    return ShardGroups(keys, tuple((_text(member), int(float(score))) for member, score in withscores_pairs(replies[0])),
                        int(replies[1]))
 
 
@@ -168,7 +168,7 @@ def _perform_in(group: str, member: bytes) -> float:
     return value
 
 
-def _pairs(reply: Any) -> list[tuple[Any, Any]]:
+def withscores_pairs(reply: Any) -> list[tuple[Any, Any]]:
     """WITHSCORES as pairs: a flat list (RESP2) or a list of pairs (RESP3)."""
     if not reply:
         return []

@@ -20,7 +20,7 @@ from typing import Any
 from ..jobs import normalize_group
 from ..transport import Transport
 from . import lua
-from .group_metrics import _head_command, _perform_in
+from .group_metrics import _head_command, _perform_in, withscores_pairs
 from .keys import WAKE_CHANNEL, QueueKeys
 from .pausing import PAUSE, RESUME, Pause, parse
 
@@ -98,7 +98,7 @@ def read_groups(client: Transport, keys: QueueKeys, now: float) -> list[GroupRow
     for n in range(len(shards)):
         lengths, held, processing = replies[3 * n: 3 * n + 3]
         names = []
-        for member, score in _pairs(lengths):
+        for member, score in withscores_pairs(lengths):
             name = _text(member)
             queued[name] = queued.get(name, 0) + int(float(score))
             names.append(name)
@@ -136,12 +136,6 @@ def read_groups(client: Transport, keys: QueueKeys, now: float) -> list[GroupRow
     return sorted(rows, key=lambda r: (-r.queued, r.name))
 
 
-def _pairs(reply: Any) -> list[tuple[Any, Any]]:
-    if not reply:
-        return []
-    if isinstance(reply[0], (list, tuple)):
-        return [(pair[0], pair[1]) for pair in reply]
-    return list(zip(reply[::2], reply[1::2], strict=True))
 
 
 def _mapping(reply: Any) -> dict[str, Any]:
@@ -155,4 +149,3 @@ def _mapping(reply: Any) -> dict[str, Any]:
 
 def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
