@@ -2,8 +2,8 @@
 --
 -- Redis runs them on Lua 5.1, with its own globals. lowkiq.store.lua assembles each script as Redis receives
 -- it: a local per key of SCRIPT_KEYS (K_READY = KEYS[1], ...; lowkiq/store/keys.py), then the definitions of
--- _lib.lua and _depends.lua the script uses, then its body (an `--#include NAME` line takes NAME.lua's
--- body). A script file alone therefore reads those locals as globals: they are declared here, read from the
+-- the libraries (_lib.lua and the others of LIBRARIES) the script uses, then its body (an `--#include NAME`
+-- line takes NAME.lua's body). A script file alone therefore reads those locals as globals: they are declared here, read from the
 -- files that define them, so that a name none defines is still an error.
 std = "lua51"
 max_line_length = 130  -- as the Python code (pyproject.toml)
@@ -22,9 +22,12 @@ local arguments = { KEYS = { read_only = false, other_fields = true }, ARGV = { 
 local prelude = {}
 for name in read("lowkiq/store/keys.py"):gmatch('%("(K_[%w_]+)", "') do prelude[#prelude + 1] = name end
 
--- The libraries every script may use, in the order lowkiq.store.lua puts them before a script's body: each
--- may use the ones before it.
-local libraries = { "_lib", "_depends" }
+-- The libraries every script may use, in the order lowkiq.store.lua puts them before a script's body (its
+-- LIBRARIES, read from there): each may use the ones before it.
+local libraries = {}
+local listed = read("lowkiq/store/lua.py"):match("\nLIBRARIES = (%b())")
+for name in listed:gmatch('"(_[%w_]+)"') do libraries[#libraries + 1] = name end
+assert(#libraries > 0, "LIBRARIES not found in lowkiq/store/lua.py")
 local defined, unused = {}, {}
 for _, library in ipairs(libraries) do
   defined[library], unused[library] = {}, {}
@@ -47,14 +50,15 @@ local function globals(...)
   return out
 end
 
-files["lowkiq/store/scripts/*.lua"] = {
-  read_globals = globals(redis_globals, arguments, prelude, defined._lib, defined._depends),
-}
-files["lowkiq/store/scripts/_lib.lua"] = {
-  read_globals = globals(redis_globals, arguments, prelude),
-  ignore = unused._lib,
-}
-files["lowkiq/store/scripts/_depends.lua"] = {
-  read_globals = globals(redis_globals, arguments, prelude, defined._lib),
-  ignore = unused._depends,
-}
+local everything = { redis_globals, arguments, prelude }
+for _, library in ipairs(libraries) do
+  -- a library may also set the variables of the others (refusal() keeps the lease it read for history_length());
+  -- the scripts only read them. That each library uses only the ones before it is tests/test_lua_libraries.py's.
+  files["lowkiq/store/scripts/" .. library .. ".lua"] = {
+    read_globals = globals(redis_globals, arguments, prelude),
+    globals = globals((unpack or table.unpack)(everything, 4)),
+    ignore = unused[library],
+  }
+  everything[#everything + 1] = defined[library]
+end
+files["lowkiq/store/scripts/*.lua"] = { read_globals = globals((unpack or table.unpack)(everything)) }

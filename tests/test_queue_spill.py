@@ -1,4 +1,4 @@
-"""Ids that hold many payloads (_lib.lua, "Spilled ids"): past 64 an id's payloads live in the shard's spilled
+"""Ids that hold many payloads (_spill.lua): past 64 an id's payloads live in the shard's spilled
 keys, so one more version costs the same whatever the id holds; every path that reads or moves payloads
 (the take, a retry, the morgue both ways, deletes, the console, the caps) sees the same payloads as before."""
 

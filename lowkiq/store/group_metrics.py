@@ -145,7 +145,7 @@ class _Plan:
 
 
 def _prefix(group: str) -> bytes:
-    """The head of a group's members in ``grouped_ids_lex``: its length in 2 bytes, then the group (_lib.lua)."""
+    """The head of a group's members in ``grouped_ids_lex``: its length in 2 bytes, then the group (_groups.lua)."""
     raw = group.encode()
     return struct.pack(">H", len(raw)) + raw
 
@@ -156,7 +156,7 @@ def _head_command(keys: ShardKeys, group: str) -> tuple[Any, ...]:
 
 
 def _perform_in(group: str, member: bytes) -> float:
-    """The perform_in a ``grouped_ids_lex`` member carries: 8 bytes after the prefix, sortable as _lib.lua's
+    """The perform_in a ``grouped_ids_lex`` member carries: 8 bytes after the prefix, sortable as _groups.lua's
     ``sortable`` writes them (a positive's sign bit set, a negative's every bit flipped)."""
     start = len(_prefix(group))
     raw = member[start : start + 8]

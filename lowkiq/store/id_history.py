@@ -1,7 +1,7 @@
 """Each id's history: what happened to it, when, where and by whom (docs/history.md).
 
 Every script that moves ids of a shard writes one entry into the shard's event stream
-(``ShardKeys.events_stream``; _lib.lua, "Each id's history"): a push names the ids it brought
+(``ShardKeys.events_stream``; _history.lua): a push names the ids it brought
 and how many versions each, a take and its ack name the holder (server, thread, fencing token)
 and the ids taken and performed, a failure each id's retry count, outcome and error, an
 operator's action who acted. The stream keeps the shard's newest ``history_length`` entries
@@ -185,7 +185,7 @@ class IdHistories:
                 yield Event(at, OPERATOR_EVENTS.get(verb, verb), actor=actor, batch=_others(ids, job_id),
                             batch_size=len(ids))
         else:
-            # a step of the shard's holder: {member id, fencing token, thread, ...} (_lib.lua, history_held)
+            # a step of the shard's holder: {member id, fencing token, thread, ...} (_history.lua, history_held)
             yield from self._held(at, kind, _s(d[0]), _s(d[2]), _s(d[1]), d[3:], job_id)
 
     def _held(self, at: float, kind: str, server: str | None, thread: str | None, token: str | None,

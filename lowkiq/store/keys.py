@@ -164,7 +164,7 @@ class ShardKeys:
         """id -> Redis time its oldest queued payload was enqueued: debounce's upper bound (debounce_max)."""
         return f"{self.tag}:first_enqueued"
 
-    # -- ids that hold many payloads keep them here, so that one more costs the same (_lib.lua, "spilled") --
+    # -- ids that hold many payloads keep them here, so that one more costs the same (_spill.lua) --
 
     @property
     def spilled_payloads_zset(self) -> str:

@@ -80,6 +80,12 @@ NAMES = (
 Call = tuple[str, Keyset, Sequence[Any]]
 
 
+# The scripts' libraries, one topic each (scripts/_lib.lua says how they are put together); each may use the
+# ones before it. .luacheckrc lists them in the same order.
+LIBRARIES = ("_lib", "_payloads", "_groups", "_spill", "_tags", "_moves", "_errors", "_filters", "_history",
+             "_leases", "_depends")
+
+
 @dataclass(frozen=True)
 class LuaScript:
     name: str
@@ -90,8 +96,7 @@ class LuaScript:
 @cache
 def script(name: str) -> LuaScript:
     folder = resources.files("lowkiq.store.scripts")
-    # _depends.lua (docs/dependencies.md) builds on _lib.lua's definitions: it comes after them
-    lib = "".join(folder.joinpath(part).read_text(encoding="utf-8") for part in ("_lib.lua", "_depends.lua"))
+    lib = "".join(folder.joinpath(f"{part}.lua").read_text(encoding="utf-8") for part in LIBRARIES)
     body = _included(folder, folder.joinpath(f"{name}.lua").read_text(encoding="utf-8"))
     source = f"{lua_prelude()}{used_definitions(lib, body)}\n{body}"
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())

@@ -1,4 +1,4 @@
--- Dependencies across ids (docs/dependencies.md), prepended after _lib.lua to the scripts that use them.
+-- Dependencies across ids (docs/dependencies.md): the last of the libraries (lowkiq.store.lua.LIBRARIES).
 -- Two sides, each in its own shard's slot:
 -- * a dependency's shard keeps, per id, the watches producers recorded on it (K_DEP_WATCH: id -> msgpack
 --   {acks, {target, since, queue, shard, id, wait, worker}, ...}) and, once a watch is settled, a release

@@ -73,8 +73,8 @@ end
 
 -- Merging without decoding. A version that sorts after everything its id holds (a higher score
 -- than the last) and whose payload is not held already is appended to the encoded list, written
--- appendable (_lib.lua). Such a list holds at most SPILL_AT payloads: past it the id's payloads are
--- spilled, and one more costs a few O(log n) commands (_lib.lua, "Spilled ids").
+-- appendable (_payloads.lua). Such a list holds at most SPILL_AT payloads: past it the id's payloads are
+-- spilled, and one more costs a few O(log n) commands (_spill.lua).
 
 -- The position after a msgpack string starting at i, and where its bytes start (nil: not a string).
 local function string_at(s, i)

@@ -1,0 +1,46 @@
+"""The scripts' libraries (lowkiq/store/scripts/_*.lua, in lowkiq.store.lua.LIBRARIES' order): a script gets the
+definitions it uses and those they use, which only works if each definition uses only the ones above it."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from lowkiq.store import lua
+
+FOLDER = resources.files("lowkiq.store.scripts")
+
+
+def definitions() -> list[tuple[str, str, str]]:
+    """(library, name, code without its comment lines) of every top-level definition, in the scripts' order."""
+    found: list[tuple[str, str, str]] = []
+    for library in lua.LIBRARIES:
+        for line in FOLDER.joinpath(f"{library}.lua").read_text(encoding="utf-8").splitlines(keepends=True):
+            start = lua._DEFINITION.match(line)
+            if start:
+                found.append((library, start.group(1), line))
+            elif found and not line.startswith("--"):
+                found[-1] = (*found[-1][:2], found[-1][2] + line)
+    return found
+
+
+def test_every_library_is_in_the_list_and_each_definition_uses_only_the_ones_above_it():
+    on_disk = {p.name.removesuffix(".lua") for p in FOLDER.iterdir() if p.name.startswith("_") and p.name.endswith(".lua")}
+    assert on_disk == set(lua.LIBRARIES)
+    found = definitions()
+    names = [name for _, name, _ in found]
+    assert len(names) == len(set(names)), "a name defined twice"
+    later = []
+    for position, (library, name, code) in enumerate(found):
+        for word in set(lua._WORD.findall(code)) - {name}:
+            if word in names[position + 1:]:
+                later.append(f"{library}.lua: {name} uses {word}, defined below it")
+    assert later == []
+
+
+def test_a_script_gets_the_definitions_it_uses_from_every_library():
+    # ack_and_take uses something of nearly every topic: the clock, payloads, groups, spill, tags, history, leases
+    source = lua.script("ack_and_take").source
+    for name in ("server_clock", "encode", "group_put", "spill_read", "tags_forget", "history_held",
+                 "refusal", "acknowledge", "depend_settled"):
+        assert f"local function {name}(" in source, name
+    assert "local function content_matches(" not in source  # an operators' filter: not the take's
