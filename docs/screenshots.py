@@ -127,7 +127,7 @@ def process(runtime: lowkiq.runtime.Runtime, stop: threading.Event) -> None:
 
 def seed_history(client, rng: random.Random) -> None:
     """Six hours of per-minute totals for every worker, as servers record them, so the history charts show."""
-    from lowkiq.store.history import HistoryKeys
+    from lowkiq.store.minute_totals import MinuteTotalsKeys
 
     now = int(time.time() // 60 * 60)
     for worker in WORKERS:
@@ -139,7 +139,7 @@ def seed_history(client, rng: random.Random) -> None:
             processed += int(rng.uniform(800, 1200) * busy_hour)
             failed += rng.choice((0, 0, 0, 1, 2, 5))
             lag = max(0.0, rng.gauss(2, 1)) + (40 if 150 < m < 170 else 0)
-            pipe.xadd(HistoryKeys.stream(worker.queue_name), {"at": (minute + 5) * 1000, "processed": processed,
+            pipe.xadd(MinuteTotalsKeys.stream(worker.queue_name), {"at": (minute + 5) * 1000, "processed": processed,
                       "failed": failed, "lag": round(lag, 1), "length": 0, "dead": 0}, id=f"{minute * 1000}-0")
         pipe.execute()
 

@@ -66,11 +66,11 @@ def test_a_schedule_that_missed_its_tick_is_named_and_links_to_the_schedules(pag
 
 
 def test_a_stall_is_named_above_the_workers_table(page, console, seeded):
-    from lowkiq.store.history import HistoryKeys
+    from lowkiq.store.minute_totals import MinuteTotalsKeys
 
     DeadWorker.perform_async([{"id": f"due-{i}", "payload": i, "perform_in": time.time() - 150} for i in range(3)])
     at_ms = int((time.time() - 120) * 1000)  # a sample two minutes old counting at least what was done since
-    seeded.client.xadd(HistoryKeys.stream(DeadWorker.queue_name), {"at": at_ms, "processed": 0, "failed": 100, "lag": 0,
+    seeded.client.xadd(MinuteTotalsKeys.stream(DeadWorker.queue_name), {"at": at_ms, "processed": 0, "failed": 100, "lag": 0,
                                                                    "length": 0, "dead": 5}, id=f"{at_ms - at_ms % 60000}-0")
     page.goto(console + "/")
     page.wait_for_selector("#stalled")

@@ -12,7 +12,7 @@ import redis as redis_py
 from browser_support import DeadWorker, SlowWorker, open_page
 from queue_support import held_lease
 
-from lowkiq.store.history import HistoryKeys
+from lowkiq.store.minute_totals import MinuteTotalsKeys
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -58,7 +58,7 @@ def seed_history(url: str, queue: str, minutes: int) -> None:
     for k in range(minutes, 0, -1):
         minute = now - k * 60
         n = minutes - k
-        client.xadd(HistoryKeys.stream(queue), {"at": (minute + 5) * 1000, "processed": 120 * n, "failed": 2 * n,
+        client.xadd(MinuteTotalsKeys.stream(queue), {"at": (minute + 5) * 1000, "processed": 120 * n, "failed": 2 * n,
                                                 "lag": 4.0, "length": 0, "dead": 0}, id=f"{minute * 1000}-0")
     client.close()
 

@@ -16,7 +16,7 @@ from webui_support import XSS, OrdersWorker, fail, host_app, make_dead
 import lowkiq
 from lowkiq.serializers import dump_json
 from lowkiq.store import lua, schedules
-from lowkiq.store.history import HistoryKeys
+from lowkiq.store.minute_totals import MinuteTotalsKeys
 
 
 class Limited(lowkiq.Worker):
@@ -136,7 +136,7 @@ def test_every_group_waiting_alike_names_none(runtime, r):
 
 def test_a_growing_morgue_is_named_with_what_it_gained(runtime, r):
     at_ms = int((time.time() - 300) * 1000)
-    r.xadd(HistoryKeys.stream(OrdersWorker.queue_name),
+    r.xadd(MinuteTotalsKeys.stream(OrdersWorker.queue_name),
            {"at": at_ms, "processed": 0, "failed": 0, "lag": 0, "length": 0, "dead": 1}, id=f"{at_ms - at_ms % 60000}-0")
     make_dead(runtime, OrdersWorker, [{"id": f"d{i}"} for i in range(4)])
     found = item(live(), "morgue")

@@ -10,7 +10,7 @@ import pytest
 from queue_support import held_lease
 from webui_support import WORKERS, OrdersWorker, host_app
 
-from lowkiq.store.history import HistoryKeys
+from lowkiq.store.minute_totals import MinuteTotalsKeys
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def runtime(configure):
 def sample(r, queue: str, seconds_ago: float, processed: int) -> None:
     """A per-minute sample as the servers write it, taken ``seconds_ago``."""
     at_ms = int((time.time() - seconds_ago) * 1000)
-    r.xadd(HistoryKeys.stream(queue), {"at": at_ms, "processed": processed, "failed": 0, "lag": 0, "length": 0,
+    r.xadd(MinuteTotalsKeys.stream(queue), {"at": at_ms, "processed": processed, "failed": 0, "lag": 0, "length": 0,
                                        "dead": 0}, id=f"{at_ms - at_ms % 60000}-0")
 
 

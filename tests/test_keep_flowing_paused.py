@@ -26,7 +26,7 @@ from server_support import APPS, FAST_LEASES, records, start_server
 from test_keep_flowing import APP, flow_worker, performed, starts
 
 import lowkiq
-from lowkiq.server import isolation
+from lowkiq.server import process_isolation as isolation
 from lowkiq.server.shard_handler import ShardHandler
 from lowkiq.store.lua import Wire
 

@@ -1,7 +1,7 @@
 """A time limit runs the perform's own ``except`` and ``finally`` blocks, on every Python lowkiq supports.
 
 CPython 3.13 checks for an asynchronous exception at a loop's backward jump, which its compiler leaves
-outside the ``try``'s range: raised there, the exception used to skip both blocks (lowkiq.server.isolation).
+outside the ``try``'s range: raised there, the exception used to skip both blocks (lowkiq.server.process_isolation).
 The loops below: two shapes that lost them (a loop on a call's result, a counting loop), and one of short
 sleeps (the exception comes as a sleep returns).
 """

@@ -1,4 +1,4 @@
-"""The thread-isolation watchdog (lowkiq.server.isolation.Watchdog) in its own process: a limit that passes
+"""The thread-isolation watchdog (lowkiq.server.process_isolation.Watchdog) in its own process: a limit that passes
 raises TimeLimitExceeded in its thread, and performs that end in time cost neither memory nor wake-ups."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from lowkiq.errors import TimeLimitExceeded
-from lowkiq.server.isolation import LINE_WINDOW, LineRaiser, Watchdog
+from lowkiq.server.process_isolation import LINE_WINDOW, LineRaiser, Watchdog
 
 
 def test_limits_armed_and_disarmed_in_time_neither_pile_up_nor_wake_the_watchdog(monkeypatch):

@@ -11,7 +11,7 @@ import time
 import pytest
 from webui_support import OrdersWorker, host_app
 
-from lowkiq.store.history import HistoryKeys
+from lowkiq.store.minute_totals import MinuteTotalsKeys
 
 MINUTE = 60.0
 
@@ -31,7 +31,7 @@ def seed(r, queue: str, now: float, rows: list[tuple[int, int, float] | None]) -
             continue
         processed, failed, lag = row
         minute = first + i * MINUTE
-        r.xadd(HistoryKeys.stream(queue), {"at": int((minute + 10) * 1000), "processed": processed, "failed": failed,
+        r.xadd(MinuteTotalsKeys.stream(queue), {"at": int((minute + 10) * 1000), "processed": processed, "failed": failed,
                                             "lag": lag, "length": 0, "dead": 0}, id=f"{int(minute * 1000)}-0")
 
 
@@ -118,7 +118,7 @@ def test_the_api_gives_the_same_minutes(client, runtime, r, now):
 
 def test_an_open_dashboard_records_this_minute_once(client, runtime, r, now):
     OrdersWorker.perform_async([{"id": "1"}])
-    stream = HistoryKeys.stream(OrdersWorker.queue_name)
+    stream = MinuteTotalsKeys.stream(OrdersWorker.queue_name)
     client.get("/lowkiq/")
     client.get("/lowkiq/_live")
     assert r.xlen(stream) == 1  # another read in the same minute records nothing more
@@ -128,7 +128,7 @@ def test_an_open_dashboard_records_this_minute_once(client, runtime, r, now):
 
 def test_a_read_only_console_records_nothing(runtime, r, now):
     host_app(LOWKIQ_WEB_READONLY=True).test_client().get("/lowkiq/")
-    assert not r.exists(HistoryKeys.stream(OrdersWorker.queue_name))
+    assert not r.exists(MinuteTotalsKeys.stream(OrdersWorker.queue_name))
 
 
 def test_a_worker_page_gets_its_own_history_with_the_counts(client, runtime, r, now):

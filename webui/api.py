@@ -297,13 +297,13 @@ MAX_HISTORY_EVENTS = 1000
 @bp.get("/api/v1/history")
 def api_history() -> Response:
     """Per-minute processed, failed and lag of every worker and in total, over ``?hours=`` (1, 6, 24 or 48)."""
-    from . import history_chart
+    from . import minute_chart
 
     c = console()
-    hours = history_chart.window()
+    hours = minute_chart.window()
     views = c.workers()
     now = c.clock()
-    per_queue = history_chart.read(c, [v.info.queue_name for v in views], hours, now)
+    per_queue = minute_chart.read(c, [v.info.queue_name for v in views], hours, now)
     start = now - hours * 3600
 
     def rows(minutes: list[Minute]) -> list[dict[str, float]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..console import Console
-from . import history_chart
+from . import minute_chart
 
 
 def dashboard_data(c: Console) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def dashboard_data(c: Console) -> dict[str, Any]:
         "held": sum(m.morgue_length for view, m in rows if view.info.holds_dead_ids),
         "lag": max((m.lag for _, m in rows), default=0.0),
     }
-    history_chart.record(c, [m for _, m in rows], now)
+    minute_chart.record(c, [m for _, m in rows], now)
     from ..console import attention
     from ..console.servers import unserved
     from .stale import stale_workers

@@ -33,7 +33,7 @@ from ..console.terms import (
 from ..jobs import MAX_TAG_LENGTH
 from ..options import FALSE_WORDS, TRUE_WORDS
 from . import openapi_groups_stats
-from .history_chart import WINDOWS as HISTORY_WINDOWS
+from .minute_chart import WINDOWS as HISTORY_WINDOWS
 from .security import ALLOWED_FETCH_SITES
 
 OPENAPI_VERSION = "3.1.0"

@@ -15,7 +15,7 @@ from ..console.busy import THREAD_PERFORMS, stoppable
 from ..console.listing import BadInput
 from ..console.operations import BY_ENDPOINT, MATCHING_BY_VERB, MAX_IDS, OPERATIONS, RETRY_NOW, Operation
 from ..console.terms import ConfirmationRefused
-from . import actor, formatting, history_chart
+from . import actor, formatting, minute_chart
 from .blueprint import bp
 from .dashboard import dashboard_data
 from .formatting import filter_text
@@ -34,7 +34,7 @@ FLASH_FILTER_CHARS = 100
 
 @bp.get("/")
 def dashboard() -> Response:
-    return page("lowkiq/dashboard.html", windows=history_chart.WINDOWS, hours=history_chart.window(),
+    return page("lowkiq/dashboard.html", windows=minute_chart.WINDOWS, hours=minute_chart.window(),
                 **dashboard_data(console()))
 
 
@@ -43,11 +43,11 @@ def dashboard_history() -> str:
     """The dashboard's history panel, loaded after the page: reading every worker's minutes costs more than
     the rest of the dashboard."""
     c = console()
-    hours = history_chart.window()
+    hours = minute_chart.window()
     now = c.clock()
-    per_queue = history_chart.read(c, [view.info.queue_name for view in c.workers()], hours, now)
-    past = history_chart.build(minute_totals.combine(per_queue.values()), hours, now)
-    return render_template("lowkiq/_history_panel.html", history=past, windows=history_chart.WINDOWS, hours=hours)
+    per_queue = minute_chart.read(c, [view.info.queue_name for view in c.workers()], hours, now)
+    past = minute_chart.build(minute_totals.combine(per_queue.values()), hours, now)
+    return render_template("lowkiq/_history_panel.html", history=past, windows=minute_chart.WINDOWS, hours=hours)
 
 
 @bp.get("/_live")
@@ -212,11 +212,11 @@ def worker_counts(worker: str) -> str:
     view = c.worker(worker)
     [(_, metrics)] = c.metrics([view], groups=True)  # a second round trip only when a shard holds groups
     now = c.clock()
-    hours = history_chart.WINDOWS[0]
-    minutes = history_chart.read(c, [view.info.queue_name], hours, now)[view.info.queue_name]
+    hours = minute_chart.WINDOWS[0]
+    minutes = minute_chart.read(c, [view.info.queue_name], hours, now)[view.info.queue_name]
     return render_template("lowkiq/_counts.html", view=view, m=metrics, tab=request.args.get("tab", ""),
                            waiting=c.waiting_count(view), paused_groups=console_groups.paused(c, view),
-                           now=now, next_url=_current_page(view), history=history_chart.build(minutes, hours, now))
+                           now=now, next_url=_current_page(view), history=minute_chart.build(minutes, hours, now))
 
 
 def _current_page(view: WorkerView) -> str:

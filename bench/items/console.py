@@ -142,7 +142,7 @@ def _run(sizes: Sizes, options: Options, number: int, title: str, endpoints: lis
 
 def _seed_history(url: str, client: redis.Redis, workers: list[type[lowkiq.Worker]], sizes: Sizes) -> float:
     """Every worker's per-minute stream full (two days of minutes), and one id held by two workers."""
-    from lowkiq.store.history import HistoryKeys
+    from lowkiq.store.minute_totals import MinuteTotalsKeys
 
     started = time.perf_counter()
     minutes = 60 if sizes.smoke else HISTORY_MINUTES
@@ -151,7 +151,7 @@ def _seed_history(url: str, client: redis.Redis, workers: list[type[lowkiq.Worke
         pipe = client.pipeline(transaction=False)
         for m in range(minutes):
             minute = now - (minutes - m) * 60
-            pipe.xadd(HistoryKeys.stream(worker.queue_name), {"at": (minute + 5) * 1000, "processed": m * 1000,
+            pipe.xadd(MinuteTotalsKeys.stream(worker.queue_name), {"at": (minute + 5) * 1000, "processed": m * 1000,
                       "failed": m, "lag": m % 30, "length": 5000, "dead": 100}, id=f"{minute * 1000}-0")
         pipe.execute()
     runtime = lowkiq.configure(workers=[workers[0], workers[-1]], redis_url=url)

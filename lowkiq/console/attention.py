@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownWorker
-from ..store import codec, dependencies, history, ownership
+from ..store import codec, dependencies, minute_totals, ownership
 from ..store.group_metrics import OTHER
 from .schedules import ScheduleConsole
 from .stalls import STALL_AFTER, LongPerform, Stall, long_performs, stalls
@@ -218,7 +218,7 @@ def growing_morgues(c: Console, rows: Rows, now: float) -> list[GrowingMorgue]:
     dying = [(view, m) for view, m in rows if m.morgue_length]
     if not dying:
         return []
-    samples = history.read(c.client, [view.info.queue_name for view, _ in dying], MORGUE_MINUTES, now)
+    samples = minute_totals.read(c.client, [view.info.queue_name for view, _ in dying], MORGUE_MINUTES, now)
     out = []
     for view, m in dying:
         old = [p for p in samples.get(view.info.queue_name, []) if p.at <= now - STALL_AFTER]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..store import history, membership, ownership
+from ..store import membership, minute_totals, ownership
 
 if TYPE_CHECKING:
     from ..store.membership import Member
@@ -49,7 +49,7 @@ def stalls(c: Console, rows: Sequence[tuple[WorkerView, QueueMetrics]], now: flo
     waiting = [(view, m) for view, m in rows if m.measured and m.lag > STALL_AFTER]
     if not waiting:
         return []
-    samples = history.read(c.client, [view.info.queue_name for view, _ in waiting], 3, now)
+    samples = minute_totals.read(c.client, [view.info.queue_name for view, _ in waiting], 3, now)
     out = []
     for view, m in waiting:
         old = [p for p in samples.get(view.info.queue_name, []) if p.at <= now - STALL_AFTER]

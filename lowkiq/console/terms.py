@@ -7,10 +7,10 @@ from __future__ import annotations
 from ..store.actions import Actions
 from ..store.audit import AUDIT_BYTES, AUDIT_KEEP, ID_CHARS, IDS_BYTES, IDS_KEPT, Entry
 from ..store.confirmations import TTL_SECONDS, ConfirmationRefused
-from ..store.history import Minute
 from ..store.id_history import KINDS as HISTORY_KINDS
 from ..store.membership import Member
 from ..store.metrics import CONSOLE_SHARD_BUDGET, QueueMetrics
+from ..store.minute_totals import Minute
 from ..store.queries import ENQUEUED_ORDERS, MAX_LIMIT, MORGUE_ORDERS, ROW_BYTES, ROW_ERROR_BYTES
 from ..store.registry import BrokenEntry, WorkerInfo
 from ..store.search import MAX_NEEDLE, PAGE_EXAMINED, Continuation

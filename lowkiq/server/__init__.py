@@ -37,11 +37,11 @@ from ..store import eviction
 from . import signals
 from .async_executor import AsyncExecutor, Pools, split_workers
 from .cpu_pinning import cpu_of, pin
-from .crash_isolation import CrashIsolation
-from .isolation import kill_all_children, serving
 from .keeper import Keeper
+from .process_isolation import kill_all_children, serving
 from .processor import Processor
 from .shard_pool import ShardPool, pooled
+from .suspect_batches import SuspectBatches
 from .waker import Waker
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class Server:
                      s.metrics_port)
         if s.on_server_init is not None:
             s.on_server_init()
-        isolation = CrashIsolation(suspect_wait=s.suspect_wait)
+        isolation = SuspectBatches(suspect_wait=s.suspect_wait)
         # two connections, as a thread's: a probe's pipeline and a slot map's rediscovery beside it
         pool = ShardPool(s, self.runtime.new_client(2), self.runtime.due_clock()) if pooled(s) else None
         self.processors = [Processor(i, self.runtime, self.stop, self._on_fatal, isolation, pool)

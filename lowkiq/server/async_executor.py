@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..store.leases import Lease
 from .async_slot import AsyncSlot
-from .crash_isolation import CrashIsolation
 from .shard_pool import ShardPool
+from .suspect_batches import SuspectBatches
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -65,7 +65,7 @@ class AsyncExecutor:
                  on_fatal: Callable[[BaseException, bool], None], *, first_number: int = 0) -> None:
         s = runtime.settings
         # Its own: a suspect batch of an async worker runs alone among the process's async batches.
-        self.isolation = CrashIsolation(suspect_wait=s.suspect_wait, waits=False)
+        self.isolation = SuspectBatches(suspect_wait=s.suspect_wait, waits=False)
         self.pools = {w.queue_name: ShardPool(s, runtime.new_client(2), runtime.due_clock()) for w in workers}
         # On the loop only: each pool's sleeping slots (the last to sleep is rung first), and its poller.
         self.sleepers: dict[str, list[AsyncSlot]] = {name: [] for name in self.pools}

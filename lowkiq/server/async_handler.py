@@ -24,7 +24,7 @@ from ..errors import PartialFailure, TimeLimitExceeded
 from ..middleware import arun_chain
 from ..store.queue import Taken
 from ..worker import is_coroutine
-from .isolation import IGNORED_AFTER
+from .process_isolation import IGNORED_AFTER
 from .shard_handler import Ack, ShardHandler
 
 if TYPE_CHECKING:

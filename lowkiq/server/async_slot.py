@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..store.leases import Lease, LeaseRefused
 from ..transport.errors import REDIS_ERRORS
 from .async_handler import AsyncShardHandler
-from .crash_isolation import CrashIsolation
 from .processor import InHand, Processor, Wait
 from .shard_handler import Ack, StopProcess
 from .shard_pool import ShardPool
+from .suspect_batches import SuspectBatches
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lowkiq.server")
 
-# How often a slot looks again while another slot performs a suspect batch alone (lowkiq.server.crash_isolation).
+# How often a slot looks again while another slot performs a suspect batch alone (lowkiq.server.suspect_batches).
 TURN_POLL = 0.2
 # The longest a sleeping slot that is not its pool's poller waits for the pool's bell: a safety net only.
 SIBLING_NAP = 5.0
@@ -69,7 +69,7 @@ class AsyncSlot(Processor):
     handler_type = AsyncShardHandler
 
     def __init__(self, number: int, runtime: Runtime, stop: threading.Event,
-                 on_fatal: Callable[[BaseException, bool], None], isolation: CrashIsolation, pool: ShardPool,
+                 on_fatal: Callable[[BaseException, bool], None], isolation: SuspectBatches, pool: ShardPool,
                  executor: Host, queue_name: str, *, first: bool) -> None:
         super().__init__(number, runtime, stop, on_fatal, isolation, pool)
         self.name = f"lowkiq-async-{number}"

@@ -43,7 +43,7 @@ from .. import app_file, job_context, stored_error
 from ..errors import PartialFailure
 from ..middleware import run_chain
 from .child_process import HEADER
-from .isolation import WATCHDOG
+from .process_isolation import WATCHDOG
 
 PR_SET_PDEATHSIG = 1
 

@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
     from ..worker import Worker
     from .async_executor import Pools
-    from .crash_isolation import CrashIsolation
     from .processor import Processor
+    from .suspect_batches import SuspectBatches
 
 log = logging.getLogger("lowkiq.server")
 
@@ -75,7 +75,7 @@ class Keeper:
         # With no splitter, the held shards are a pool every thread checks out from (lowkiq.server.shard_pool).
         self.pool = pool
         # The process's crash isolation: whether its threads wait for a suspect batch (told in each beat).
-        self.isolation: CrashIsolation | None = next((p.isolation for p in self.processors), None)
+        self.isolation: SuspectBatches | None = next((p.isolation for p in self.processors), None)
         for processor in self.processors:  # its threads hand shards back to it, and share its holdings
             processor.keeper, processor.holdings = self, self.holdings
         self.thread_of: dict[ShardId, int] = {}

@@ -37,12 +37,12 @@ from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
 from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
-from .crash_isolation import CrashIsolation
 from .holdings import Holdings, ShardOwner
-from .isolation import close_thread_children
+from .process_isolation import close_thread_children
 from .shard_handler import Ack, ShardHandler, StopProcess
 from .shard_pool import LOST as POOL_LOST
 from .shard_pool import Entry, ShardPool, heads
+from .suspect_batches import SuspectBatches
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -82,7 +82,7 @@ class Processor:
         runtime: Runtime,
         stop: threading.Event,
         on_fatal: Callable[[BaseException, bool], None],
-        isolation: CrashIsolation | None = None,
+        isolation: SuspectBatches | None = None,
         pool: ShardPool | None = None,
     ) -> None:
         self.number = number
@@ -91,7 +91,7 @@ class Processor:
         self.settings = runtime.settings
         self.stop = stop
         self.on_fatal = on_fatal  # (exception, raised by a perform?)
-        self.isolation = isolation or CrashIsolation()  # shared by the threads of a process
+        self.isolation = isolation or SuspectBatches()  # shared by the threads of a process
         self.holding = False  # counted by the isolation: a batch taken and not yet acknowledged
         # Set by the server once its keeper exists: who gives this thread shards, and the leases of the process.
         self.keeper: ShardOwner | None = None

@@ -24,7 +24,7 @@ from ..store.leases import Lease, fenced
 from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from ..worker import Worker
-from . import isolation
+from . import process_isolation as isolation
 from .duties.day_stats_flush import TALLY
 from .group_limits import GroupLimits
 

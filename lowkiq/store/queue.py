@@ -43,7 +43,7 @@ class Taken:
     jobs: list[Job]
     next_perform_in: float | None
     error: Exception | None = None
-    # a job of the batch was in flight when a server died: perform it alone (see crash_isolation)
+    # a job of the batch was in flight when a server died: perform it alone (see lowkiq.server.suspect_batches)
     suspect: bool = False
     # each job's group ("" for none), when the take was asked with group limits (docs/fairness.md)
     groups: list[str] | None = None

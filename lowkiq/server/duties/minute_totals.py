@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from ...store import history
+from ...store import minute_totals as stored
 from ...store.metrics import MetricsReader
 from .base import Duty
 
@@ -26,7 +26,7 @@ class MinuteTotals(Duty):
         self.metrics = MetricsReader(client)
 
     def run(self) -> None:
-        minute, claimed = history.claim(self.client, list(self.workers))
+        minute, claimed = stored.claim(self.client, list(self.workers))
         if claimed:
             measured, _ = self.metrics.read([self.workers[q].keys() for q in claimed], self.clock())
-            history.write(self.client, measured, minute)
+            stored.write(self.client, measured, minute)

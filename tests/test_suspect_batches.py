@@ -1,4 +1,4 @@
-"""CrashIsolation with real threads: a suspect batch waits until no other thread holds a batch, the
+"""SuspectBatches with real threads: a suspect batch waits until no other thread holds a batch, the
 others wait out its perform, and a second suspect meanwhile is refused (its thread gives it back)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import time
 import pytest
 from conftest import wait_until
 
-from lowkiq.server.crash_isolation import CrashIsolation
+from lowkiq.server.suspect_batches import SuspectBatches
 
 
 @pytest.mark.slow
 def test_a_suspect_waits_for_the_other_holders_and_keeps_new_takes_out_until_released():
-    iso, stop = CrashIsolation(), threading.Event()
+    iso, stop = SuspectBatches(), threading.Event()
     assert iso.hold("a", stop) and iso.hold("b", stop)  # both threads hold a batch
     claimed = threading.Event()
 
@@ -48,7 +48,7 @@ def test_a_suspect_waits_for_the_other_holders_and_keeps_new_takes_out_until_rel
 
 @pytest.mark.slow
 def test_stopping_ends_every_wait():
-    iso, stop = CrashIsolation(), threading.Event()
+    iso, stop = SuspectBatches(), threading.Event()
     assert iso.hold("a", stop) and iso.hold("b", stop)
     results = {}
     t = threading.Thread(target=lambda: results.update(claim=iso.claim("a", stop)))

@@ -29,7 +29,7 @@ FIELDS = ("processed", "failed", "lag", "length", "dead")
 
 
 @dataclass(frozen=True)
-class HistoryKeys:
+class MinuteTotalsKeys:
     """The claims hash and the streams of ``queues``: all in the {lowkiq} slot."""
 
     queues: tuple[str, ...] = ()
@@ -63,7 +63,7 @@ class Point:
 
 def claim(client: Any, queues: Sequence[str]) -> tuple[int, list[str]]:
     """(this minute in ms, the queues it is for this caller to sample now)."""
-    minute, claimed = lua.run(client, "history", HistoryKeys(), ("claim", *queues))
+    minute, claimed = lua.run(client, "history", MinuteTotalsKeys(), ("claim", *queues))
     return int(minute), [q.decode() if isinstance(q, bytes) else str(q) for q in claimed]
 
 
@@ -76,7 +76,7 @@ def write(client: Any, measured: Iterable[QueueMetrics], minute_ms: int | None =
     for m in rows:
         args += [m.queue_name, "processed", m.processed, "failed", m.failed, "lag", repr(round(m.lag, 3)),
                  "length", m.length, "dead", m.morgue_length]
-    return int(lua.run(client, "history", HistoryKeys(tuple(m.queue_name for m in rows)), args))
+    return int(lua.run(client, "history", MinuteTotalsKeys(tuple(m.queue_name for m in rows)), args))
 
 
 def read(client: Any, queues: Sequence[str], minutes: int, now: float, points: int = MAX_POINTS) -> dict[str, list[Point]]:
@@ -90,7 +90,7 @@ def read(client: Any, queues: Sequence[str], minutes: int, now: float, points: i
     commands: list[tuple[str, tuple[Any, ...]]] = []
     if minutes + 1 <= points:
         for queue in queues:
-            key = HistoryKeys.stream(queue)
+            key = MinuteTotalsKeys.stream(queue)
             commands.append((key, ("XREVRANGE", key, "+", "-", "COUNT", minutes + 1)))
         replies = as_transport(client).pipeline_commands(commands)
         return {queue: [_point(entry) for entry in reversed(entries)] for queue, entries in zip(queues, replies)}
@@ -99,7 +99,7 @@ def read(client: Any, queues: Sequence[str], minutes: int, now: float, points: i
     boundaries = [(last - k * step * 60) * 1000 for k in range(minutes // step + 1)]
     start_ms = (last - minutes * 60) * 1000
     for queue in queues:
-        key = HistoryKeys.stream(queue)
+        key = MinuteTotalsKeys.stream(queue)
         # The newest entry at or before each boundary: the totals as of then. And the newest entry, and the
         # oldest of the window: a history younger than one step between boundaries still gives a rate.
         commands += [(key, ("XREVRANGE", key, f"{boundary}-0", "-", "COUNT", 1)) for boundary in boundaries]

@@ -99,7 +99,7 @@ def read(c: Console, queues: Sequence[str], hours: int, now: float) -> dict[str,
 
 
 def sampling_step(hours: int) -> int:
-    """Minutes between the samples ``read`` returns for a window (lowkiq.store.history.read's spacing)."""
+    """Minutes between the samples ``read`` returns for a window (lowkiq.store.minute_totals.read's spacing)."""
     minutes = hours * 60
     return 1 if minutes + 1 <= minute_totals.MAX_POINTS else -(-minutes // minute_totals.MAX_POINTS)
 

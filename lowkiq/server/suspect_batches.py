@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 
 
-class CrashIsolation:
+class SuspectBatches:
     def __init__(self, suspect_wait: float = 30.0, clock: Callable[[], float] = time.monotonic, *,
                  waits: bool = True) -> None:
         self._changed = threading.Condition()
