@@ -1,7 +1,7 @@
 """In headless Chromium: the dashboard shows no "needs attention" band while calm, and names a stall above the
-workers table, a schedule that missed its tick and a group that waits far longer than the others, each with a
-link to where to act; the Hot ids tab names the id that got 1,000
-versions among 10,000 ids of 1 to 3 versions."""
+workers table, a perform over its worker's time limit, the ids a whole_id morgue holds, a schedule that missed
+its tick and a group that waits far longer than the others, each with a link to where to act; the Hot ids tab
+names the id that got 1,000 versions among 10,000 ids of 1 to 3 versions."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import random
 import time
 
 import pytest
+from attention_support import Holder, Limited, perform_for
 from browser_support import DeadWorker, SlowWorker
+from webui_support import make_dead
 
 import lowkiq
 from lowkiq.serializers import dump_json
@@ -35,6 +37,42 @@ def test_the_band_is_absent_while_calm_and_names_a_hogging_group(page, console, 
     page.wait_for_selector("#groups")
     assert "tenant <a>" in page.inner_text("#groups")
     assert page.evaluate("location.pathname").endswith("/workers/SlowWorker/enqueued")
+
+
+@pytest.fixture
+def attention_workers(redis, seeded):
+    """The seeded system with a worker that has a time limit and one whose morgue holds its dead ids: the
+    standalone console learns both from the registry."""
+    runtime = lowkiq.configure(workers=[SlowWorker, DeadWorker, Limited, Holder], redis_url=redis.url)
+    runtime.register([Limited, Holder])
+    return runtime
+
+
+def test_a_perform_over_its_time_limit_is_named_and_links_to_the_busy_performs(page, console, attention_workers):
+    shard = perform_for(attention_workers, Limited, "slow", 95, thread="lowkiq-7")
+    page.goto(console + "/")
+    page.wait_for_selector("#attention")
+    item = page.locator('[data-attention="over_limit"]')
+    text = item.inner_text()
+    assert f"Limited shard {shard} performing for 1 min" in text and "(limit 30 s)" in text and "(lowkiq-7)" in text
+    item.locator("a").first.click()
+    page.wait_for_selector("#shard-leases")
+    assert page.evaluate("location.pathname").endswith("/workers/Limited/busy")
+    assert page.locator("tr[data-over-time-limit]").count() == 1
+
+
+def test_ids_held_by_a_whole_id_morgue_are_named_and_link_to_it(page, console, attention_workers):
+    make_dead(attention_workers, Holder, [{"id": "held-1"}, {"id": "held-<2>"}])
+    page.goto(console + "/")
+    page.wait_for_selector("#attention")
+    item = page.locator('[data-attention="held"]')
+    assert "Holder holds 2 ids" in item.inner_text()
+    assert page.locator('[data-attention="held"] a').count() == 1
+    item.locator("a").first.click()
+    page.wait_for_selector("#selection")
+    assert page.evaluate("location.pathname").endswith("/workers/Holder/morgue")
+    listed = page.inner_text("#selection")
+    assert "held-1" in listed and "held-<2>" in listed
 
 
 def test_the_hot_ids_tab_names_the_id_with_1000_versions(page, console, seeded):

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from queue_support import held_lease
+from attention_support import Holder, Limited, perform_for, retake_at
 from test_console_stalls import sample
 from webui_support import XSS, OrdersWorker, fail, host_app, make_dead
 
@@ -17,22 +17,6 @@ import lowkiq
 from lowkiq.serializers import dump_json
 from lowkiq.store import lua, schedules
 from lowkiq.store.minute_totals import MinuteTotalsKeys
-
-
-class Limited(lowkiq.Worker):
-    shards_count = 2
-    time_limit = 30
-
-    def perform(self, payloads_by_id: Any) -> None:
-        pass
-
-
-class Holder(lowkiq.Worker):
-    shards_count = 1
-    morgue_policy = "whole_id"
-
-    def perform(self, payloads_by_id: Any) -> None:
-        pass
 
 
 class Tenants(lowkiq.Worker):
@@ -82,15 +66,11 @@ def test_a_calm_system_shows_no_band(runtime, r):
 
 
 def test_a_perform_over_its_time_limit_is_named_with_its_shard(runtime, r):
-    q = runtime.queue(Limited)
-    Limited.perform_async([{"id": "slow", "payload": 1}])
-    lease = held_lease(q, q.shard_of("slow"))
-    assert q.ack_and_take(None, (lease, 1)).jobs
-    r.hset(lease.keys.lease_hash, mapping={"taken_ms": int((time.time() - 95) * 1000), "thread": "lowkiq-7"})
+    shard = perform_for(runtime, Limited, "slow", 95, thread="lowkiq-7")
     found = item(live(), "over_limit")
-    assert f'href="/lowkiq/workers/Limited/busy">Limited shard {q.shard_of("slow")}</a>' in found
+    assert f'href="/lowkiq/workers/Limited/busy">Limited shard {shard}</a>' in found
     assert "performing for 1 min" in found and "(limit 30 s)" in found and "(lowkiq-7)" in found
-    r.hset(lease.keys.lease_hash, "taken_ms", int((time.time() - 5) * 1000))  # within its limit: not named
+    retake_at(runtime, Limited, shard, 5)  # within its limit: not named
     assert item(live(), "over_limit") == ""
 
 
@@ -171,11 +151,7 @@ def test_the_dashboard_api_answers_the_band_as_documented(runtime, r):
 
     make_dead(runtime, Holder, [{"id": "h1"}])
     lua.run(r, *schedules.tick_call(SYNC, [SYNC.next_after(time.time() - 600)], 0.0, dump_json))
-    q = runtime.queue(Limited)
-    Limited.perform_async([{"id": "slow", "payload": 1}])
-    lease = held_lease(q, q.shard_of("slow"))
-    assert q.ack_and_take(None, (lease, 1)).jobs
-    r.hset(lease.keys.lease_hash, "taken_ms", int((time.time() - 95) * 1000))
+    perform_for(runtime, Limited, "slow", 95)
     Tenants.perform_async([{"id": f"t{g}", "group": g, "payload": 1, "perform_in": time.time() - (900 if g == "A"
                            else 1)} for g in "ABC"])
     client = host_app().test_client()
