@@ -1195,6 +1195,9 @@ def paths() -> Json:
                              "Every worker's numbers."),
         f"{API}/dashboard": _get("api_dashboard", "Every worker's counters, the totals and Redis's", "Dashboard",
                                  "The dashboard's numbers."),
+        # The listings' 400 also stands for rules across parameters that OpenAPI cannot state: tag alone (not
+        # with min, max, after, before or a content filter), after or before (not both), scan only with a content
+        # filter, tag_after only with tag; each parameter's description says which.
         f"{worker}/enqueued": _get("api_enqueued", "A page of the queued jobs", "JobPage", "The page.", 400, 404,
                                    parameters=listing_parameters("enqueued")),
         f"{worker}/morgue": _get("api_morgue", "A page of the dead jobs", "DeadJobPage", "The page.", 400, 404,
