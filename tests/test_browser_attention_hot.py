@@ -41,14 +41,15 @@ def test_the_band_is_absent_while_calm_and_names_a_hogging_group(page, console, 
 
 @pytest.fixture
 def attention_workers(redis, seeded):
-    """The seeded system with a worker that has a time limit and one whose morgue holds its dead ids: the
-    standalone console learns both from the registry."""
+    """The seeded system with a worker that has a time limit and one whose morgue holds its dead ids, registered
+    before the console starts: a standalone console learns workers from the registry, which each of its
+    processes reads again only every few seconds. Ask for it before ``page``."""
     runtime = lowkiq.configure(workers=[SlowWorker, DeadWorker, Limited, Holder], redis_url=redis.url)
     runtime.register([Limited, Holder])
     return runtime
 
 
-def test_a_perform_over_its_time_limit_is_named_and_links_to_the_busy_performs(page, console, attention_workers):
+def test_a_perform_over_its_time_limit_is_named_and_links_to_the_busy_performs(attention_workers, page, console):
     shard = perform_for(attention_workers, Limited, "slow", 95, thread="lowkiq-7")
     page.goto(console + "/")
     page.wait_for_selector("#attention")
@@ -61,7 +62,7 @@ def test_a_perform_over_its_time_limit_is_named_and_links_to_the_busy_performs(p
     assert page.locator("tr[data-over-time-limit]").count() == 1
 
 
-def test_ids_held_by_a_whole_id_morgue_are_named_and_link_to_it(page, console, attention_workers):
+def test_ids_held_by_a_whole_id_morgue_are_named_and_link_to_it(attention_workers, page, console):
     make_dead(attention_workers, Holder, [{"id": "held-1"}, {"id": "held-<2>"}])
     page.goto(console + "/")
     page.wait_for_selector("#attention")
