@@ -179,6 +179,8 @@ def test_a_process_paused_past_its_lease_is_fenced_when_it_resumes(versions, r, 
             paused.signal(signal.SIGCONT)
         # It finishes the perform it was in, and its acknowledgement is refused.
         wait_until(lambda: "lost the lease" in paused.log(), timeout=10)
+        wait_until(lambda: any(rec["pid"] == paused.pid and slow_id in rec["batch"]
+                               for rec in records(tmp_path, "perform")), timeout=10)
         enqueued = producer.stop() | {(slow_id, 1)}
         drain(r, versions, enqueued, tmp_path)
         report = check(tmp_path, enqueued)

@@ -126,7 +126,9 @@ def test_stats_and_the_live_refresh_stay_bounded_with_100_workers_of_1000_shards
     took = time.perf_counter() - started
     assert live.status_code == 200
     assert took < 2.0
-    assert commands(r) <= 6 * CONSOLE_SHARD_BUDGET + 50
+    # Eight per shard: the dashboard's six, and two for its biggest groups, which the needs-attention band
+    # compares (a group waiting far longer than the others).
+    assert commands(r) <= 8 * CONSOLE_SHARD_BUDGET + 50
     page = live.get_data(as_text=True)
     assert f"{100 - fit} not measured" in page
     assert page.count("data-not-measured") == 100 - fit
