@@ -12,7 +12,7 @@ from browser_support import open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 PHONE = {"width": 390, "height": 844}
 
 

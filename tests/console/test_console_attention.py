@@ -167,7 +167,7 @@ def test_an_id_waiting_on_a_dead_dependency_is_named_with_both_links(runtime, r)
 
 
 def test_the_dashboard_api_answers_the_band_as_documented(runtime, r):
-    from test_webui_openapi import Spec
+    from openapi_support import Spec
 
     make_dead(runtime, Holder, [{"id": "h1"}])
     lua.run(r, *schedules.tick_call(SYNC, [SYNC.next_after(time.time() - 600)], 0.0, dump_json))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from redis_server import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = re.compile(r"summary: ([\d,]+) ids processed, ([\d,]+) batches failed, ([\d,]+) ids moved to the morgue")
 
 

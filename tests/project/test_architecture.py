@@ -12,7 +12,7 @@ from pathlib import Path
 
 import lowkiq
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The modules that may: `lowkiq web` serves the web package, so it reads the console's settings from it; a
 # Django project serves the console through lowkiq.contrib.django's view, which calls its Flask app.
 SERVES_THE_WEB = {"lowkiq/cli/web.py", "lowkiq/contrib/django/console.py"}

@@ -21,10 +21,11 @@ from wheel_support import ROOT, wheel
 
 # The tests run there: every test of these files but the slow ones, then the slow ones that are the only
 # users of a dependency (gunicorn serving, the embedded Redis starting).
-FAST = ["tests/test_schedules.py", "tests/test_webui_pages.py", "tests/test_webui_api.py", "tests/test_web_command.py",
-        "tests/test_embedded.py", "tests/test_webui_prometheus.py", "tests/test_queue_enqueue.py"]
-SLOW = ["tests/test_web_command.py::test_serves_the_dashboard_and_the_api_until_a_signal",
-        "tests/test_embedded.py::test_start_join_and_stop"]
+FAST = ["tests/schedule/test_schedules.py", "tests/webui/test_webui_pages.py", "tests/webui/test_webui_api.py",
+        "tests/cli/test_web_command.py", "tests/core/test_embedded.py", "tests/webui/test_webui_prometheus.py",
+        "tests/store/test_queue_enqueue.py"]
+SLOW = ["tests/cli/test_web_command.py::test_serves_the_dashboard_and_the_api_until_a_signal",
+        "tests/core/test_embedded.py::test_start_join_and_stop"]
 
 
 def install_requires() -> list[Requirement]:

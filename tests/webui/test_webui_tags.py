@@ -105,7 +105,7 @@ def test_the_job_page_and_its_history_show_the_tags_escaped(client, runtime):
 
 
 def test_the_api_lists_and_acts_on_a_tag(client, runtime):
-    from test_webui_openapi import Spec
+    from openapi_support import Spec
 
     spec = Spec(client.get("/lowkiq/api/v1/openapi.json").get_json())
     OrdersWorker.perform_async([{"id": f"v{i}", "tags": ["vip"]} for i in range(3)] + [{"id": "plain"}])
