@@ -53,7 +53,7 @@ end
 local everything = { redis_globals, arguments, prelude }
 for _, library in ipairs(libraries) do
   -- a library may also set the variables of the others (refusal() keeps the lease it read for history_length());
-  -- the scripts only read them. That each library uses only the ones before it is tests/test_lua_libraries.py's.
+  -- the scripts only read them. That each library uses only the ones before it is tests/store/test_lua_libraries.py's.
   files["lowkiq/store/scripts/" .. library .. ".lua"] = {
     read_globals = globals(redis_globals, arguments, prelude),
     globals = globals((unpack or table.unpack)(everything, 4)),

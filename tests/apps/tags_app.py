@@ -1,4 +1,4 @@
-"""The app of the tag and max_retry_count = 0 server tests (tests/test_tags_server.py)."""
+"""The app of the tag and max_retry_count = 0 server tests (tests/server/test_tags_server.py)."""
 
 from __future__ import annotations
 
