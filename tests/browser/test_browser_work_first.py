@@ -46,16 +46,24 @@ def test_a_phone_folds_the_filters_unless_one_is_set(chromium, console, seeded):
 
 def test_the_job_card_comes_first_and_a_folded_panel_stays_folded(chromium, console, seeded):
     page, errors = open_page(chromium, viewport=DESKTOP)
+
+    def remembered(state: str) -> None:
+        # The browser tells of a fold by a toggle event after the click: the page stores it then.
+        page.wait_for_function(f"() => localStorage.getItem('lowkiq.fold.worker-extras') === '{state}'",
+                               timeout=5000)
+
     page.goto(console + "/workers/DeadWorker/job?id=dead-1")
     page.wait_for_load_state("networkidle")
     card = page.locator("#job-morgue").bounding_box()
     assert card["y"] < DESKTOP["height"] / 2 and top(page, "#worker-extras") > card["y"]
     page.click("#worker-extras > summary")  # fold the history and groups ...
     assert not page.locator("#worker-extras").evaluate("d => d.open")
+    remembered("closed")
     page.goto(console + "/workers/DeadWorker/morgue")  # ... and every worker page of this browser keeps them folded
     page.wait_for_load_state("networkidle")
     assert not page.locator("#worker-extras").evaluate("d => d.open")
     page.click("#worker-extras > summary")
+    remembered("open")
     page.reload()
     page.wait_for_load_state("networkidle")
     assert page.locator("#worker-extras").evaluate("d => d.open")
