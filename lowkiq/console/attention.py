@@ -29,10 +29,10 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownWorker
-from ..store import codec, dependencies, minute_totals, ownership
+from ..store import codec, dependencies, minute_totals
 from ..store.group_metrics import OTHER
 from .schedules import ScheduleConsole
-from .stalls import STALL_AFTER, LongPerform, Stall, long_performs, stalls
+from .stalls import STALL_AFTER, LongPerform, Stall, long_performs, performs_longer_than, stalls
 
 if TYPE_CHECKING:
     from ..store.membership import Member
@@ -167,16 +167,7 @@ def over_time_limit(c: Console, rows: Rows, members: Sequence[Member]) -> list[O
     out = []
     limited = [(view, m, limit) for view, m in rows if (limit := view.info.time_limit) is not None and m.busy]
     for view, m, limit in sorted(limited, key=lambda row: -row[1].busy)[:OVER_LIMIT_WORKERS]:
-        now_ms, leases = ownership.shard_leases(c.client, view.keys, members)
-        for index, shard in enumerate(m.shards):
-            lease = leases[index]
-            if not shard.busy or lease.taken_ms is None:
-                continue
-            running = (now_ms - lease.taken_ms) / 1000
-            if running > limit:
-                perform = LongPerform(view.name, index, lease.server.name if lease.server else None, lease.thread,
-                                      running)
-                out.append(OverLimit(perform, float(limit)))
+        out += [OverLimit(perform, float(limit)) for perform in performs_longer_than(c, view, m, members, limit)]
     return sorted(out, key=lambda o: -o.perform.running_for)
 
 

@@ -64,15 +64,22 @@ def long_performs(c: Console, rows: Sequence[tuple[WorkerView, QueueMetrics]],
     live = list(members) if members is not None else membership.live(c.client)
     out = []
     for view, m in rows:
-        if not m.measured or not any(shard.busy for shard in m.shards):
-            continue
-        now_ms, leases = ownership.shard_leases(c.client, view.keys, live)
-        for index, shard in enumerate(m.shards):
-            lease = leases[index]
-            if not shard.busy or lease.taken_ms is None:
-                continue
-            running = (now_ms - lease.taken_ms) / 1000
-            if running > STALL_AFTER:
-                out.append(LongPerform(view.name, index, lease.server.name if lease.server else None, lease.thread,
-                                       running))
+        if m.measured and any(shard.busy for shard in m.shards):
+            out += performs_longer_than(c, view, m, live, STALL_AFTER)
     return sorted(out, key=lambda p: -p.running_for)
+
+
+def performs_longer_than(c: Console, view: WorkerView, m: QueueMetrics, live: Sequence[Member],
+                         seconds: float) -> list[LongPerform]:
+    """The busy shards of one worker whose batch was taken more than ``seconds`` ago: one round trip."""
+    now_ms, leases = ownership.shard_leases(c.client, view.keys, live)
+    out = []
+    for index, shard in enumerate(m.shards):
+        lease = leases[index]
+        if not shard.busy or lease.taken_ms is None:
+            continue
+        running = (now_ms - lease.taken_ms) / 1000
+        if running > seconds:
+            out.append(LongPerform(view.name, index, lease.server.name if lease.server else None, lease.thread,
+                                   running))
+    return out
