@@ -13,7 +13,17 @@ import time
 
 import pytest
 from execution_checks import Producer, check
-from fault_support import drain, holdings, in_processing, member_of, restored_by_takeover, server, settled, stop_all
+from fault_support import (
+    drain,
+    holdings,
+    in_processing,
+    kill_one_of_three,
+    member_of,
+    restored_by_takeover,
+    server,
+    settled,
+    stop_all,
+)
 from server_support import records
 from timing_support import wait_until
 
@@ -48,40 +58,9 @@ def test_a_rolling_restart_under_load_runs_nothing_twice_and_loses_nothing(versi
 
 
 def test_kill_9_of_one_of_three_costs_only_its_in_flight_batches(versions, r, redis_url, tmp_path):
-    shards = versions.shards_count
     processes = [server(tmp_path, redis_url, f"s{n}", APP_PERFORM_SECONDS="0.05") for n in range(3)]
     try:
-        wait_until(lambda: settled(r, {p.pid for p in processes}, shards), timeout=15)
-        producer = Producer(versions, every=0.005).start()
-        time.sleep(2)
-        victim = processes[0]
-        owner = member_of(r, victim.pid)
-        victim_shards = holdings(r)[victim.pid]
-        victim.process.send_signal(signal.SIGKILL)
-        victim.wait()
-        killed_at = time.time()
-        in_flight = in_processing(r, versions, owner)
-        time.sleep(3)
-        enqueued = producer.stop()
-        drain(r, versions, enqueued, tmp_path)
-        report = check(tmp_path, enqueued)
-        assert (report.lost, report.overlaps, report.order) == (set(), set(), set()), report
-        assert report.duplicates <= in_flight, (report, in_flight)
-        # Every shard of the victim was served again within 10 s.
-        survivors = {p.pid for p in processes[1:]}
-        from lowkiq.store.codec import shard_of
-
-        first_after: dict[int, float] = {}
-        for rec in records(tmp_path, "perform"):
-            if rec["pid"] in survivors and rec["start"] >= killed_at:
-                for job_id in rec["batch"]:
-                    shard = shard_of(job_id, shards)
-                    if shard in victim_shards:
-                        first_after.setdefault(shard, rec["start"])
-        assert first_after, "none of the victim's shards had work after the kill"
-        assert max(first_after.values()) - killed_at < 10, first_after
-        if in_flight:
-            assert restored_by_takeover(processes[1:])  # its batches came back with the takeover
+        kill_one_of_three(r, versions, processes, tmp_path)
     finally:
         stop_all(processes)
 

@@ -8,14 +8,13 @@ flight on two threads, and time limits that cancel an await.
 from __future__ import annotations
 
 import importlib
-import signal
 import sys
 import time
 from typing import Any
 
 import pytest
 from execution_checks import Producer, check
-from fault_support import FAST, drain, in_processing, member_of, restored_by_takeover, stop_all
+from fault_support import FAST, drain, kill_one_of_three, settled, stop_all
 from server_support import APPS, ServerProcess, performed_ids, queue_empty, records, start_server
 from timing_support import wait_until
 
@@ -51,15 +50,6 @@ def versions(configure: Any) -> Any:
     configure(workers=[module.Versions, module.SyncSide])
     lowkiq.current().clock = time.time
     return module
-
-
-def held(r: Any) -> dict[int, set[int]]:
-    return {m.pid: set(m.shards.get("Versions", ())) for m in membership.live(r)}
-
-
-def settled(r: Any, pids: set[int], shards: int) -> bool:
-    h = held(r)
-    return set(h) == pids and all(h.values()) and sorted(s for part in h.values() for s in part) == list(range(shards))
 
 
 def versions_server(tmp: Any, url: str, name: str, **env: str) -> ServerProcess:
@@ -198,34 +188,9 @@ def test_a_sync_and_an_async_worker_of_one_app_both_run_and_a_blocked_loop_is_lo
 
 
 def test_kill_9_with_an_async_worker_in_the_mix_costs_only_its_in_flight_batches(versions, r, redis_url, tmp_path):
-    worker = versions.Versions
-    shards = worker.shards_count
     processes = [versions_server(tmp_path, redis_url, f"s{n}", APP_PERFORM_SECONDS="0.05") for n in range(3)]
     try:
-        wait_until(lambda: settled(r, {p.pid for p in processes}, shards), timeout=20)
-        producer = Producer(worker, every=0.005).start()
-        time.sleep(2)
-        victim = processes[0]
-        owner = member_of(r, victim.pid)
-        victim_shards = held(r)[victim.pid]
-        victim.process.send_signal(signal.SIGKILL)
-        victim.wait()
-        killed_at = time.time()
-        in_flight = in_processing(r, worker, owner)
-        time.sleep(3)
-        enqueued = producer.stop()
-        drain(r, worker, enqueued, tmp_path)
-        report = check(tmp_path, enqueued)
-        assert (report.lost, report.overlaps, report.order) == (set(), set(), set()), report
-        assert report.duplicates <= in_flight, (report, in_flight)
-        from lowkiq.store.codec import shard_of
-
-        survivors = {p.pid for p in processes[1:]}
-        after = [rec["start"] for rec in records(tmp_path, "perform") if rec["pid"] in survivors
-                 and rec["start"] >= killed_at and any(shard_of(i, shards) in victim_shards for i in rec["batch"])]
-        assert after and min(after) - killed_at < 10
-        if in_flight:
-            assert restored_by_takeover(processes[1:])
+        kill_one_of_three(r, versions.Versions, processes, tmp_path, settle=20)
     finally:
         stop_all(processes)
 
