@@ -130,8 +130,21 @@ class RedisSentinel(ProcessGroup):
     def failover(self, timeout: float = 20.0) -> tuple[int, int]:
         """SENTINEL FAILOVER; returns (old primary, new primary) once every sentinel names the new one."""
         before = self.primary()
-        self.sentinel(self.sentinel_ports[0]).execute_command("SENTINEL FAILOVER", SERVICE)
+        self.ask_failover()
         return before, self.wait_new_primary(before, timeout)
+
+    def ask_failover(self, timeout: float = 15.0) -> None:
+        """SENTINEL FAILOVER, asked again while the sentinel answers NOGOODSLAVE: its view of a replica's link
+        is refreshed only by its periodic INFO, so a replica in sync may still look unpromotable for a while."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sentinel(self.sentinel_ports[0]).execute_command("SENTINEL FAILOVER", SERVICE)
+                return
+            except redis.ResponseError as exc:
+                if "NOGOODSLAVE" not in str(exc) or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
 
     def wait_new_primary(self, before: int, timeout: float = 30.0) -> int:
         deadline = time.monotonic() + timeout

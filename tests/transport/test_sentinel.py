@@ -138,6 +138,7 @@ def test_what_the_old_primary_took_after_the_promotion_is_put_back_by_the_thread
     group_limits._blocked.clear()
     group_limits._held.clear()
     PERFORMED.clear()
+    sentinel.wait_ready()
     thread = Processor(0, runtime, threading.Event(), lambda exc, in_perform: None)
     keeper = Keeper(runtime, [thread], member_id=uuid.uuid4().hex)
     try:
@@ -160,7 +161,7 @@ def test_what_the_old_primary_took_after_the_promotion_is_put_back_by_the_thread
             # permit's refusal and the untake, as it would any write until it follows the new primary.
             if calls[0][0] == "permit_take":
                 sentinel.data(old).execute_command("WAIT", 1, 2000)
-                sentinel.sentinel(sentinel.sentinel_ports[0]).execute_command("SENTINEL FAILOVER", SERVICE)
+                sentinel.ask_failover()
                 wait_until(lambda: sentinel.data(new).execute_command("ROLE")[0] == b"master", 10)
             return ask(calls)
 
