@@ -86,7 +86,6 @@ class Queue:
         self.load_payload = load_payload
         self.load_error = load_error
         self.clock = clock
-        self._shards = keys.shards()
 
     def shard_of(self, job_id: str) -> int:
         return codec.shard_of(job_id, self.keys.shards_count)
@@ -130,7 +129,7 @@ class Queue:
             for i in range(0, len(flat), step):
                 part = flat[i : i + step]
                 blob = msgpack.packb(part, use_bin_type=False)
-                keys = self._shards[shard]
+                keys = self.keys.shard(shard)
                 first, stop = i // 4, (i + step) // 4
                 groups = [x for number, group in grouped.get(shard, ()) if first <= number < stop
                           for x in (number - first + 1, group)]
