@@ -3,11 +3,16 @@ shard as fast as it can on a warm Redis, and ``INFO commandstats`` says what eac
 
     python -m bench.script_cost [--jobs 20000] [--batch 1]
     python -m bench.script_cost --steps [--jobs 4000] [--runs 3]
+    python -m bench.script_cost --push-steps [--calls 3000] [--ids-per-call 10] [--runs 3]
 
 ``--steps`` says where a call's time goes: the hot script is run cut after each of its steps (each cut
 returns at once, on fresh queues of the same shape), so a step costs the difference between two cuts;
 and the floor: a script that runs the same Redis commands as one take and ack at batch 1 and nothing
 else, which is what any script keeping this data layout pays.
+
+``--push-steps`` does the same for the producer's script, push.lua: each call enqueues ``--ids-per-call`` new ids
+(10: a 10,000-job call into 1,000 shards is 1,000 such calls) into one shard, as ``perform_async`` packs them.
+``--ids-per-call 1`` is a one-job ``perform_async``.
 """
 
 from __future__ import annotations
@@ -167,13 +172,89 @@ def steps(url: str, client: Any, jobs: int, runs: int) -> dict[str, Any]:
     return {"steps": added, "whole": cut[-1], **{name: statistics.median(costs[name]) for name in ("empty", "minimal", "floor")}}
 
 
+# Where the push script is cut, in order: (what the step adds, the line of push.lua it ends before).
+PUSH_STEPS = (
+    ("the library's functions (closures built per call)", "local jobs = cmsgpack.unpack(ARGV[1])"),
+    ("the arguments unpacked and TIME", "-- One slot per distinct id"),
+    ("each job: its id indexed, its due time", "-- Merging without decoding."),
+    ("the merge's local functions (closures built per call)", "local held = 0"),
+    ("the morgue and payload-cap checks (off here)", "local head = redis.call('ZRANGE'"),
+    ("the shard's head and its group probes", "local moved = {}"),
+    ("each id: HMGET of what it holds, its record", "call_chunked('HSET', K_PAYLOADS"),
+    ("the writes: HSET payloads, ZADD ready and lex", "if dropped > 0 then"),
+    ("the drop counter and tags (none here)", "history_add(history_length"),
+    ("the history entry: XADD", "if ARGV[6] and earliest"),
+)
+PUSH_CUT = "do return {0, 0} end\n"
+
+
+def push_cuts() -> list[tuple[str, str]]:
+    """(what the step adds, push.lua cut after it), from the call alone to the whole script."""
+    source = lua.script("push").source
+    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + PUSH_CUT)]
+    for label, anchor in PUSH_STEPS:
+        at = source.find(anchor)
+        if at < 0:
+            raise RuntimeError(f"push.lua no longer has the line {anchor!r}: update PUSH_STEPS in {__name__}")
+        out.append((label, source[:at] + PUSH_CUT + source[at:]))
+    out.append(("the wake-up: PUBLISH when the shard had no earlier job", source))
+    return out
+
+
+def push_per_call(url: str, client: Any, source: str, calls: int, per_call: int) -> float:
+    """Redis CPU (µs) per call of ``source`` run as push.lua, each call ``per_call`` new ids of a one-shard queue."""
+    from lowkiq.jobs import prepare
+
+    client.flushall()
+    worker = type("PushCostWorker", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__,
+                                                       "perform": lambda self, payloads_by_id: None})
+    runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    try:
+        queue = runtime.queue(worker)
+        sha = client.script_load(source)
+        scripted = []
+        for c in range(calls):
+            jobs = [{"id": f"{c}:{k}", "payload": {"n": c * per_call + k}} for k in range(per_call)]
+            (_, keyset, args), = queue.push_calls(prepare(jobs, now=None, dump_payload=runtime.settings.dump_payload))[0]
+            scripted.append((keyset.all(), args))
+        client.config_resetstat()
+        for keys, args in scripted:
+            client.evalsha(sha, len(keys), *keys, *args)
+        return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
+    finally:
+        runtime.close()
+
+
+def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int) -> dict[str, Any]:
+    """Each step of push.lua's Redis CPU per call (median of ``runs``, the variants taken in turn), and the whole."""
+    variants = push_cuts()
+    costs: dict[str, list[float]] = {label: [] for label, _ in variants}
+    for _ in range(runs):
+        for label, source in variants:
+            costs[label].append(push_per_call(url, client, source, calls, per_call))
+    cut = [statistics.median(costs[label]) for label, _ in variants]
+    added = [(variants[0][0], cut[0])] + [(variants[i][0], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
+    return {"steps": added, "whole": cut[-1]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=None, help="jobs per run (default 20,000; 4,000 with --steps)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", action="store_true", help="where a call's time goes, and the floor")
+    parser.add_argument("--push-steps", action="store_true", help="where a push call's time goes")
+    parser.add_argument("--calls", type=int, default=3_000, help="push calls per run (--push-steps)")
+    parser.add_argument("--ids-per-call", type=int, default=10, help="new ids per push call (--push-steps)")
     args = parser.parse_args()
+    if args.push_steps:
+        with RedisServer() as server:
+            found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs)
+        print(f"push.lua, {args.ids_per_call} new id(s) per call into one shard, Redis CPU per call:")
+        for label, usec in found["steps"]:
+            print(f"{usec:6.2f} µs  {label}")
+        print(f"{found['whole']:6.2f} µs  the whole script, per call ({found['whole'] / args.ids_per_call:.2f} µs per id)")
+        return
     if args.steps:
         with RedisServer() as server:
             found = steps(server.url, server.client(), args.jobs or 4_000, args.runs)

@@ -96,6 +96,17 @@ class Queue:
         A job without a score or perform_in gets the Redis server's time in the push script;
         jobs without a score keep their order (each a hair later than the one before).
         """
+        calls, call_positions = self.push_calls(jobs)
+        limit = getattr(self.worker, "max_payloads_per_id", None) or 0
+        if self.durable_wait_ms is None:
+            replies = lua.run_many(self.client, calls, settle=True)
+            self._raise_unwritten(replies, calls, call_positions)
+            return self._written(replies, limit)
+        return self._push_durably(calls, call_positions, len(jobs), limit)
+
+    def push_calls(self, jobs: Sequence[PreparedJob]) -> tuple[list[lua.Call], list[list[int]]]:
+        """The push scripts that enqueue ``jobs`` (at most PUSH_SLICE jobs each, one shard each), and for each
+        the positions in ``jobs`` of the jobs it carries."""
         by_shard: dict[int, list[Any]] = defaultdict(list)
         positions: dict[int, list[int]] = defaultdict(list)
         # Groups travel apart from the jobs, only for the jobs that carry one: Lowkiq's shape pays nothing.
@@ -141,11 +152,7 @@ class Queue:
                                             msgpack.packb(tags, use_bin_type=False) if tags else "")))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
-        if self.durable_wait_ms is None:
-            replies = lua.run_many(self.client, calls, settle=True)
-            self._raise_unwritten(replies, calls, call_positions)
-            return self._written(replies, limit)
-        return self._push_durably(calls, call_positions, len(jobs), limit)
+        return calls, call_positions
 
     def _written(self, replies: Sequence[Any], limit: int) -> int:
         """The ids the push scripts wrote; a cap's drops are logged here, where the producer sees them."""
