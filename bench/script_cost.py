@@ -12,7 +12,8 @@ else, which is what any script keeping this data layout pays.
 
 ``--push-steps`` does the same for the producer's script, push.lua: each call enqueues ``--ids-per-call`` new ids
 (10: a 10,000-job call into 1,000 shards is 1,000 such calls) into one shard, as ``perform_async`` packs them.
-``--ids-per-call 1`` is a one-job ``perform_async``.
+``--ids-per-call 1`` is a one-job ``perform_async``. ``--push-before REV`` runs push.lua as it was at git revision
+REV (with today's libraries' files at REV too) and today's in alternating pairs, on fresh queues of the same shape.
 """
 
 from __future__ import annotations
@@ -178,9 +179,10 @@ PUSH_STEPS = (
     ("the arguments unpacked and TIME", "-- One slot per distinct id"),
     ("each job: its id indexed, its due time", "-- Merging without decoding."),
     ("the merge's local functions (closures built per call)", "local held = 0"),
-    ("the morgue and payload-cap checks (off here)", "local head = redis.call('ZRANGE'"),
-    ("the shard's head and its group probes", "local moved = {}"),
-    ("each id: HMGET of what it holds, its record", "call_chunked('HSET', K_PAYLOADS"),
+    ("the morgue and payload-cap checks (off here)", "-- Fairness indexes (docs/fairness.md)"),
+    ("the group probes: EXISTS", "local moved = {}"),
+    ("each id: HMGET of what it holds, its record", "-- The shard's earliest job before the writes"),
+    ("the shard's head: ZRANGE (when new ids came)", "call_chunked('HSET', K_PAYLOADS"),
     ("the writes: HSET payloads, ZADD ready and lex", "if dropped > 0 then"),
     ("the drop counter and tags (none here)", "history_add(history_length"),
     ("the history entry: XADD", "if ARGV[6] and earliest"),
@@ -201,40 +203,80 @@ def push_cuts() -> list[tuple[str, str]]:
     return out
 
 
-def push_per_call(url: str, client: Any, source: str, calls: int, per_call: int) -> float:
-    """Redis CPU (µs) per call of ``source`` run as push.lua, each call ``per_call`` new ids of a one-shard queue."""
+def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_call: int,
+               block: int = 200, pool: int = 0) -> dict[str, float]:
+    """Redis CPU (µs) per call of each of ``sources`` run as push.lua, each call ``per_call`` new ids (with ``pool``,
+    ids taken in turn from that many: once each is queued, a push merges a version into it).
+
+    Each source gets its own fresh one-shard queue and the same calls; the sources take turns every ``block``
+    calls, so that the machine's load, shared with others, weighs on all alike.
+    """
     from lowkiq.jobs import prepare
 
     client.flushall()
-    worker = type("PushCostWorker", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__,
-                                                       "perform": lambda self, payloads_by_id: None})
-    runtime = lowkiq.configure(workers=[worker], redis_url=url)
-    try:
+    scripted: dict[str, list[tuple[list[str], Any]]] = {}
+    for n, label in enumerate(sources):
+        worker = type(f"PushCost{n}", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__,
+                                                         "perform": lambda self, payloads_by_id: None})
+        runtime = lowkiq.configure(workers=[worker], redis_url=url)
         queue = runtime.queue(worker)
-        sha = client.script_load(source)
-        scripted = []
+        scripted[label] = []
         for c in range(calls):
-            jobs = [{"id": f"{c}:{k}", "payload": {"n": c * per_call + k}} for k in range(per_call)]
+            numbers = [c * per_call + k for k in range(per_call)]
+            jobs = [{"id": f"{n % pool}" if pool else f"{n}", "payload": {"n": n}} for n in numbers]
             (_, keyset, args), = queue.push_calls(prepare(jobs, now=None, dump_payload=runtime.settings.dump_payload))[0]
-            scripted.append((keyset.all(), args))
-        client.config_resetstat()
-        for keys, args in scripted:
-            client.evalsha(sha, len(keys), *keys, *args)
-        return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
-    finally:
+            scripted[label].append((keyset.all(), args))
         runtime.close()
+    shas = {label: client.script_load(source) for label, source in sources.items()}
+    usec = {label: 0.0 for label in sources}
+    for start in range(0, calls, block):
+        for label, sha in shas.items():
+            client.config_resetstat()
+            for keys, args in scripted[label][start : start + block]:
+                client.evalsha(sha, len(keys), *keys, *args)
+            usec[label] += float(client.info("commandstats")["cmdstat_evalsha"]["usec"])
+    return {label: total / calls for label, total in usec.items()}
 
 
 def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int) -> dict[str, Any]:
-    """Each step of push.lua's Redis CPU per call (median of ``runs``, the variants taken in turn), and the whole."""
-    variants = push_cuts()
-    costs: dict[str, list[float]] = {label: [] for label, _ in variants}
+    """Each step of push.lua's Redis CPU per call (median of ``runs``; the cuts take turns), and the whole."""
+    variants = dict(push_cuts())
+    costs: dict[str, list[float]] = {label: [] for label in variants}
     for _ in range(runs):
-        for label, source in variants:
-            costs[label].append(push_per_call(url, client, source, calls, per_call))
-    cut = [statistics.median(costs[label]) for label, _ in variants]
-    added = [(variants[0][0], cut[0])] + [(variants[i][0], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
+        for label, usec in push_costs(url, client, variants, calls, per_call).items():
+            costs[label].append(usec)
+    cut = [statistics.median(costs[label]) for label in variants]
+    labels = list(variants)
+    added = [(labels[0], cut[0])] + [(labels[i], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
     return {"steps": added, "whole": cut[-1]}
+
+
+def source_at(revision: str, name: str) -> str:
+    """Script ``name`` as lowkiq.store.lua assembles it, from the files of git revision ``revision``."""
+    import subprocess
+
+    from bench import ROOT
+
+    def read(file: str) -> str:
+        return subprocess.run(["git", "show", f"{revision}:lowkiq/store/scripts/{file}.lua"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout
+
+    lib = "".join(read(part) for part in lua.LIBRARIES)
+    body = read(name)
+    return f"{lua_prelude()}{lua.used_definitions(lib, body)}\n{body}"
+
+
+def push_versus(url: str, client: Any, revision: str, calls: int, per_call: int, pairs: int,
+                pool: int = 0) -> list[tuple[float, float]]:
+    """(before, after) Redis CPU per push call (µs) of push.lua at ``revision`` and today's, ``pairs`` times, taking
+    turns within each (who starts alternates)."""
+    before, after = source_at(revision, "push"), lua.script("push").source
+    out = []
+    for n in range(pairs):
+        sources = {"before": before, "after": after} if n % 2 == 0 else {"after": after, "before": before}
+        found = push_costs(url, client, sources, calls, per_call, pool=pool)
+        out.append((found["before"], found["after"]))
+    return out
 
 
 def main() -> None:
@@ -246,7 +288,23 @@ def main() -> None:
     parser.add_argument("--push-steps", action="store_true", help="where a push call's time goes")
     parser.add_argument("--calls", type=int, default=3_000, help="push calls per run (--push-steps)")
     parser.add_argument("--ids-per-call", type=int, default=10, help="new ids per push call (--push-steps)")
+    parser.add_argument("--push-before", metavar="REV", help="push.lua at REV against today's, alternating pairs")
+    parser.add_argument("--pairs", type=int, default=6, help="pairs for --push-before")
+    parser.add_argument("--ids", type=int, default=0,
+                        help="--push-before: ids taken in turn from this many (0: every id new), so pushes merge")
     args = parser.parse_args()
+    if args.push_before:
+        with RedisServer() as server:
+            found = push_versus(server.url, server.client(), args.push_before, args.calls, args.ids_per_call, args.pairs,
+                                args.ids)
+        shape = f"ids taken in turn from {args.ids}" if args.ids else "new ids"
+        print(f"push.lua, {args.ids_per_call} job(s) per call into one shard ({shape}), Redis CPU per call "
+              f"(µs), {args.push_before} → today, in pairs:")
+        for before, after in found:
+            print(f"{before:7.2f} → {after:7.2f}  ({after / before:.3f}×)")
+        print(f"median {statistics.median(b for b, _ in found):.2f} → {statistics.median(a for _, a in found):.2f}, "
+              f"median of the ratios {statistics.median(a / b for b, a in found):.3f}×")
+        return
     if args.push_steps:
         with RedisServer() as server:
             found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs)
