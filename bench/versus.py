@@ -25,6 +25,12 @@ Workloads:
   enqueued with its own code; the drain is timed from the first perform's start to the last one's
   end (the app's marks in Redis). The server is the side's ``lowkiq.cli:main`` (the console script's entry
   point) run by this interpreter with the side's ``PYTHONPATH``.
+- ``enqueue-one``: the producer of ``bench.async_io``: ``--jobs`` (5,000) ``perform_async`` calls of one job
+  each, ids taken in turn from 1,000, into a worker of 500 shards (a call merges into an id still queued
+  once every id is). Calls/s, this process's CPU per call (Python and its system calls), Redis CPU per call.
+- ``enqueue-spread``: ``--jobs`` (100,000) jobs in ``perform_async`` calls of 10,000 into a worker of 1,000
+  shards (about 10 ids per push script), and the same into 5 shards: jobs/s, Redis CPU and this process's CPU
+  per job, and the 1,000 shards' jobs/s over the 5 shards' (issue 39's "enqueue into 1,000 shards").
 """
 
 from __future__ import annotations
@@ -46,8 +52,8 @@ from typing import Any
 
 from . import ROOT
 
-WORKLOADS = ("fairness-plain", "server-blank")
-DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000}
+WORKLOADS = ("fairness-plain", "server-blank", "enqueue-one", "enqueue-spread")
+DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000, "enqueue-one": 5_000, "enqueue-spread": 100_000}
 # metric key, column title, format; the first is the one the ratios headline
 METRICS = {
     "fairness-plain": [("drain_per_s", "drain jobs/s", "{:,.0f}"), ("push_per_s", "push jobs/s", "{:,.0f}"),
@@ -60,6 +66,16 @@ METRICS = {
                      ("usec_per_job", "Redis CPU per job (EVALSHA µs)", "{:.1f}"),
                      ("server_cpu_us", "server CPU per job, µs", "{:.1f}"),
                      ("commands_per_job", "Redis commands per job", "{:.2f}")],
+    "enqueue-one": [("calls_per_s", "perform_async calls/s", "{:,.0f}"),
+                    ("producer_cpu_us", "producer CPU per call, µs", "{:.1f}"),
+                    ("usec_per_call", "Redis CPU per call (EVALSHA µs)", "{:.1f}"),
+                    ("scripts_per_call", "push scripts per call (one round trip)", "{:.2f}")],
+    "enqueue-spread": [("jobs_per_s", "jobs/s into 1,000 shards", "{:,.0f}"),
+                       ("usec_per_job", "Redis CPU per job, 1,000 shards (µs)", "{:.2f}"),
+                       ("producer_cpu_us", "producer CPU per job, 1,000 shards (µs)", "{:.2f}"),
+                       ("few_jobs_per_s", "jobs/s into 5 shards", "{:,.0f}"),
+                       ("few_usec_per_job", "Redis CPU per job, 5 shards (µs)", "{:.2f}"),
+                       ("spread_ratio", "1,000 shards' jobs/s over 5 shards'", "{:.3f}")],
 }
 WHICH = "import lowkiq; print(lowkiq.__file__)"
 
@@ -222,7 +238,7 @@ def main() -> None:
                 result.update(pair=n, side=side.name, load=load)
                 runs.append(result)
                 print(f"  {time.strftime('%H:%M:%S')} pair {n + 1}/{options.pairs} {side.name}: load {load:.2f}, "
-                      f"{METRICS[options.workload][0][1]} {result['drain_per_s']:,.0f}", flush=True)
+                      f"{METRICS[options.workload][0][1]} {result[METRICS[options.workload][0][0]]:,.0f}", flush=True)
         print()
         print(table(options.workload, (before, after), runs, options.pairs))
 
@@ -280,8 +296,59 @@ def server_blank(url: str, jobs: int, rounds: int) -> dict[str, Any]:
             "lowkiq": lowkiq.__file__}
 
 
+def _producer(url: str, shards: int, name: str) -> tuple[Any, Any, Any]:
+    """(a worker of ``shards`` shards, its runtime, a plain client) on a flushed Redis, the worker registered."""
+    import redis
+
+    import lowkiq
+
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    worker = type(name, (lowkiq.Worker,), {"shards_count": shards, "batch_size": 1,
+                                           "perform": lambda self, payloads_by_id: None})
+    runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    worker.perform_async([{"id": "first", "payload": ""}])  # registers the worker: once per process
+    client.config_resetstat()
+    return worker, runtime, client
+
+
+def enqueue_one(url: str, jobs: int, rounds: int) -> dict[str, Any]:
+    import lowkiq
+
+    worker, runtime, client = _producer(url, 500, "AsyncIoWorker")
+    calls = [[{"id": f"id{n % 1000}", "payload": {"v": n, "w": 50.0}, "score": n}] for n in range(jobs)]
+    started, cpu = time.perf_counter(), time.process_time()
+    for call in calls:
+        worker.perform_async(call)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    runtime.close()
+    evalsha = client.info("commandstats").get("cmdstat_evalsha", {"usec": 0, "calls": 0})
+    return {"calls_per_s": jobs / wall, "producer_cpu_us": cpu / jobs * 1e6,
+            "usec_per_call": int(evalsha["usec"]) / jobs, "scripts_per_call": int(evalsha["calls"]) / jobs,
+            "lowkiq": lowkiq.__file__}
+
+
+def enqueue_spread(url: str, jobs: int, rounds: int) -> dict[str, Any]:
+    import lowkiq
+
+    out: dict[str, Any] = {}
+    for shards, prefix in ((1_000, ""), (5, "few_")):
+        worker, runtime, client = _producer(url, shards, f"Spread{shards}Worker")
+        started, cpu = time.perf_counter(), time.process_time()
+        for start in range(0, jobs, SLICE):
+            worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + SLICE))])
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        runtime.close()
+        evalsha = client.info("commandstats").get("cmdstat_evalsha", {"usec": 0})
+        out.update({f"{prefix}jobs_per_s": jobs / wall, f"{prefix}usec_per_job": int(evalsha["usec"]) / jobs,
+                    f"{prefix}producer_cpu_us": cpu / jobs * 1e6})
+    out["spread_ratio"] = out["jobs_per_s"] / out["few_jobs_per_s"]
+    return {**out, "lowkiq": lowkiq.__file__}
+
+
 CHILDREN: dict[str, Callable[[str, int, int], dict[str, Any]]] = {
-    "fairness-plain": fairness_plain, "server-blank": server_blank}
+    "fairness-plain": fairness_plain, "server-blank": server_blank, "enqueue-one": enqueue_one,
+    "enqueue-spread": enqueue_spread}
 
 
 if __name__ == "__main__":
