@@ -185,7 +185,7 @@ PUSH_STEPS = (
     ("the shard's head: ZRANGE (when new ids came)", "call_chunked('HSET', K_PAYLOADS"),
     ("the writes: HSET payloads, ZADD ready and lex", "if dropped > 0 then"),
     ("the drop counter and tags (none here)", "history_add(history_length"),
-    ("the history entry: XADD", "if ARGV[6] and earliest"),
+    ("the history entry: XADD", "if head and (#head == 0"),
 )
 PUSH_CUT = "do return {0, 0} end\n"
 
@@ -204,9 +204,11 @@ def push_cuts() -> list[tuple[str, str]]:
 
 
 def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_call: int,
-               block: int = 200, pool: int = 0) -> dict[str, float]:
+               block: int = 200, pool: int = 0, shards: int = 1) -> dict[str, float]:
     """Redis CPU (µs) per call of each of ``sources`` run as push.lua, each call ``per_call`` new ids (with ``pool``,
-    ids taken in turn from that many: once each is queued, a push merges a version into it).
+    ids taken in turn from that many: once each is queued, a push merges a version into it). With ``shards``
+    above 1, the calls are those of ``perform_async`` calls of ``shards`` × ``per_call`` new jobs into a worker
+    of that many shards (about ``per_call`` ids per script, in small shards: issue 39's 10,000 jobs into 1,000).
 
     Each source gets its own fresh one-shard queue and the same calls; the sources take turns every ``block``
     calls, so that the machine's load, shared with others, weighs on all alike.
@@ -216,19 +218,26 @@ def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_c
     client.flushall()
     scripted: dict[str, list[tuple[list[str], Any]]] = {}
     for n, label in enumerate(sources):
-        worker = type(f"PushCost{n}", (lowkiq.Worker,), {"shards_count": 1, "__module__": __name__,
+        worker = type(f"PushCost{n}", (lowkiq.Worker,), {"shards_count": shards, "__module__": __name__,
                                                          "perform": lambda self, payloads_by_id: None})
         runtime = lowkiq.configure(workers=[worker], redis_url=url)
         queue = runtime.queue(worker)
         scripted[label] = []
-        for c in range(calls):
+        dump = runtime.settings.dump_payload
+        while shards > 1 and len(scripted[label]) < calls:
+            first = len(scripted[label]) * per_call
+            jobs = [{"id": f"{first + k}", "payload": {"n": first + k}} for k in range(shards * per_call)]
+            scripted[label] += [(keyset.all(), args) for _, keyset, args in queue.push_calls(prepare(jobs, now=None,
+                                                                                                    dump_payload=dump))[0]]
+        for c in range(calls if shards == 1 else 0):
             numbers = [c * per_call + k for k in range(per_call)]
             jobs = [{"id": f"{n % pool}" if pool else f"{n}", "payload": {"n": n}} for n in numbers]
-            (_, keyset, args), = queue.push_calls(prepare(jobs, now=None, dump_payload=runtime.settings.dump_payload))[0]
+            (_, keyset, args), = queue.push_calls(prepare(jobs, now=None, dump_payload=dump))[0]
             scripted[label].append((keyset.all(), args))
         runtime.close()
     shas = {label: client.script_load(source) for label, source in sources.items()}
     usec = {label: 0.0 for label in sources}
+    calls = min(len(rows) for rows in scripted.values())
     for start in range(0, calls, block):
         for label, sha in shas.items():
             client.config_resetstat()
@@ -238,12 +247,12 @@ def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_c
     return {label: total / calls for label, total in usec.items()}
 
 
-def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int) -> dict[str, Any]:
+def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int, shards: int = 1) -> dict[str, Any]:
     """Each step of push.lua's Redis CPU per call (median of ``runs``; the cuts take turns), and the whole."""
     variants = dict(push_cuts())
     costs: dict[str, list[float]] = {label: [] for label in variants}
     for _ in range(runs):
-        for label, usec in push_costs(url, client, variants, calls, per_call).items():
+        for label, usec in push_costs(url, client, variants, calls, per_call, shards=shards).items():
             costs[label].append(usec)
     cut = [statistics.median(costs[label]) for label in variants]
     labels = list(variants)
@@ -267,14 +276,14 @@ def source_at(revision: str, name: str) -> str:
 
 
 def push_versus(url: str, client: Any, revision: str, calls: int, per_call: int, pairs: int,
-                pool: int = 0) -> list[tuple[float, float]]:
+                pool: int = 0, shards: int = 1) -> list[tuple[float, float]]:
     """(before, after) Redis CPU per push call (µs) of push.lua at ``revision`` and today's, ``pairs`` times, taking
     turns within each (who starts alternates)."""
     before, after = source_at(revision, "push"), lua.script("push").source
     out = []
     for n in range(pairs):
         sources = {"before": before, "after": after} if n % 2 == 0 else {"after": after, "before": before}
-        found = push_costs(url, client, sources, calls, per_call, pool=pool)
+        found = push_costs(url, client, sources, calls, per_call, pool=pool, shards=shards)
         out.append((found["before"], found["after"]))
     return out
 
@@ -290,15 +299,18 @@ def main() -> None:
     parser.add_argument("--ids-per-call", type=int, default=10, help="new ids per push call (--push-steps)")
     parser.add_argument("--push-before", metavar="REV", help="push.lua at REV against today's, alternating pairs")
     parser.add_argument("--pairs", type=int, default=6, help="pairs for --push-before")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="push scripts of perform_async calls of shards × ids-per-call jobs into that many shards")
     parser.add_argument("--ids", type=int, default=0,
                         help="--push-before: ids taken in turn from this many (0: every id new), so pushes merge")
     args = parser.parse_args()
     if args.push_before:
         with RedisServer() as server:
             found = push_versus(server.url, server.client(), args.push_before, args.calls, args.ids_per_call, args.pairs,
-                                args.ids)
+                                args.ids, args.shards)
         shape = f"ids taken in turn from {args.ids}" if args.ids else "new ids"
-        print(f"push.lua, {args.ids_per_call} job(s) per call into one shard ({shape}), Redis CPU per call "
+        where = "one shard" if args.shards == 1 else f"{args.shards:,} shards"
+        print(f"push.lua, {args.ids_per_call} job(s) per call into {where} ({shape}), Redis CPU per call "
               f"(µs), {args.push_before} → today, in pairs:")
         for before, after in found:
             print(f"{before:7.2f} → {after:7.2f}  ({after / before:.3f}×)")
@@ -307,8 +319,9 @@ def main() -> None:
         return
     if args.push_steps:
         with RedisServer() as server:
-            found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs)
-        print(f"push.lua, {args.ids_per_call} new id(s) per call into one shard, Redis CPU per call:")
+            found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs, args.shards)
+        where = "one shard" if args.shards == 1 else f"{args.shards:,} shards (about that many per script)"
+        print(f"push.lua, {args.ids_per_call} new id(s) per call into {where}, Redis CPU per call:")
         for label, usec in found["steps"]:
             print(f"{usec:6.2f} µs  {label}")
         print(f"{found['whole']:6.2f} µs  the whole script, per call ({found['whole'] / args.ids_per_call:.2f} µs per id)")
