@@ -28,6 +28,7 @@ Workloads:
 - ``enqueue-one``: the producer of ``bench.async_io``: ``--jobs`` (5,000) ``perform_async`` calls of one job
   each, ids taken in turn from 1,000, into a worker of 500 shards (a call merges into an id still queued
   once every id is). Calls/s, this process's CPU per call (Python and its system calls), Redis CPU per call.
+  ``aenqueue-one``: the same calls awaited one by one with ``aperform_async`` on an event loop.
 - ``enqueue-spread``: ``--jobs`` (100,000) jobs in ``perform_async`` calls of 10,000 into a worker of 1,000
   shards (about 10 ids per push script), and the same into 5 shards: jobs/s, Redis CPU and this process's CPU
   per job, and the 1,000 shards' jobs/s over the 5 shards' (issue 39's "enqueue into 1,000 shards").
@@ -52,8 +53,9 @@ from typing import Any
 
 from . import ROOT
 
-WORKLOADS = ("fairness-plain", "server-blank", "enqueue-one", "enqueue-spread")
-DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000, "enqueue-one": 5_000, "enqueue-spread": 100_000}
+WORKLOADS = ("fairness-plain", "server-blank", "enqueue-one", "aenqueue-one", "enqueue-spread")
+DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000, "enqueue-one": 5_000, "aenqueue-one": 5_000,
+                "enqueue-spread": 100_000}
 # metric key, column title, format; the first is the one the ratios headline
 METRICS = {
     "fairness-plain": [("drain_per_s", "drain jobs/s", "{:,.0f}"), ("push_per_s", "push jobs/s", "{:,.0f}"),
@@ -70,6 +72,10 @@ METRICS = {
                     ("producer_cpu_us", "producer CPU per call, µs", "{:.1f}"),
                     ("usec_per_call", "Redis CPU per call (EVALSHA µs)", "{:.1f}"),
                     ("scripts_per_call", "push scripts per call (one round trip)", "{:.2f}")],
+    "aenqueue-one": [("calls_per_s", "aperform_async calls/s", "{:,.0f}"),
+                     ("producer_cpu_us", "producer CPU per call, µs", "{:.1f}"),
+                     ("usec_per_call", "Redis CPU per call (EVALSHA µs)", "{:.1f}"),
+                     ("scripts_per_call", "push scripts per call (one round trip)", "{:.2f}")],
     "enqueue-spread": [("jobs_per_s", "jobs/s into 1,000 shards", "{:,.0f}"),
                        ("usec_per_job", "Redis CPU per job, 1,000 shards (µs)", "{:.2f}"),
                        ("producer_cpu_us", "producer CPU per job, 1,000 shards (µs)", "{:.2f}"),
@@ -312,14 +318,24 @@ def _producer(url: str, shards: int, name: str) -> tuple[Any, Any, Any]:
     return worker, runtime, client
 
 
-def enqueue_one(url: str, jobs: int, rounds: int) -> dict[str, Any]:
+def enqueue_one(url: str, jobs: int, rounds: int, awaited: bool = False) -> dict[str, Any]:
+    import asyncio
+
     import lowkiq
 
     worker, runtime, client = _producer(url, 500, "AsyncIoWorker")
     calls = [[{"id": f"id{n % 1000}", "payload": {"v": n, "w": 50.0}, "score": n}] for n in range(jobs)]
+
+    async def send_all() -> None:
+        for call in calls:
+            await worker.aperform_async(call)
+
     started, cpu = time.perf_counter(), time.process_time()
-    for call in calls:
-        worker.perform_async(call)
+    if awaited:
+        asyncio.run(send_all())
+    else:
+        for call in calls:
+            worker.perform_async(call)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     runtime.close()
     evalsha = client.info("commandstats").get("cmdstat_evalsha", {"usec": 0, "calls": 0})
@@ -348,6 +364,7 @@ def enqueue_spread(url: str, jobs: int, rounds: int) -> dict[str, Any]:
 
 CHILDREN: dict[str, Callable[[str, int, int], dict[str, Any]]] = {
     "fairness-plain": fairness_plain, "server-blank": server_blank, "enqueue-one": enqueue_one,
+    "aenqueue-one": lambda url, jobs, rounds: enqueue_one(url, jobs, rounds, awaited=True),
     "enqueue-spread": enqueue_spread}
 
 
