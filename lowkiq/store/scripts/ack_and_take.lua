@@ -1,6 +1,7 @@
 -- The hot path: acknowledge the shard's finished batch and take its next one, in one step.
 -- Fenced: only the holder of the shard's lease may do it, and doing it renews the lease.
--- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack; -K: up to K ids
+-- taken ahead, docs/take-ahead.md: one while the shard holds crash counts), ARGV[3] = grant,
 -- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6] = the worker's history_length
 -- ('' : the one the shard's holder wrote), ARGV[7..] = ids to acknowledge
 -- Returns {next perform_in in the queue or false, id, record, ...}, where a job's record is the one it keeps in
@@ -32,6 +33,10 @@ if refused then return refused end
 local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST, K_TAGS_OF,
   K_DEP_WATCH) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
+-- Taken ahead, the ids are performed one at a time: a crash of their server is charged to every id left in
+-- processing (acquire.lua), so while the shard holds crash counts an id is taken alone.
+local ahead = limit < 0
+if ahead then limit = any_crashes and 1 or -limit end
 local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1, rare)
 if rare then depend_settled(acked, true) end
 local history = history_length(ARGV[6])
@@ -263,6 +268,6 @@ elseif not head_known then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
 end
-if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}) end
+if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}, ahead and taken ~= nil and #taken > 1) end
 out[1] = head or false
 return out

@@ -1,0 +1,188 @@
+"""Take-ahead (docs/take-ahead.md): a batch_size 1 worker's thread takes several due ids in one call and
+performs them one at a time, in order, each on its own; what it does not start goes back untouched."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from queue_support import acquire, held_lease
+
+import lowkiq
+from lowkiq.errors import ConfigurationError
+from lowkiq.server.processor import Processor
+from lowkiq.server.shard_handler import TAKE_AHEAD_WINDOW, ShardHandler
+from lowkiq.store.id_history import TAKEN_AHEAD, IdHistories
+from lowkiq.store.lua import Wire
+
+CALLS: list[list[str]] = []
+FAILING: set[str] = set()
+
+
+class Quick(lowkiq.Worker):
+    shards_count = 1
+    max_retry_count = 3
+
+    def perform(self, payloads_by_id):
+        CALLS.append(list(payloads_by_id))
+        if set(payloads_by_id) & FAILING:
+            raise ValueError(f"{list(payloads_by_id)} failed")
+
+
+class Slow(Quick):
+    def perform(self, payloads_by_id):
+        time.sleep(TAKE_AHEAD_WINDOW * 0.7)
+        super().perform(payloads_by_id)
+
+
+class Off(Quick):
+    take_ahead = 1
+
+
+class Batched(Quick):
+    batch_size = 10
+
+
+class Grouped(Quick):
+    group_concurrency = 2
+
+
+class Isolated(Quick):
+    isolation = "process"
+
+
+@pytest.fixture(autouse=True)
+def setup(configure):
+    CALLS.clear()
+    FAILING.clear()
+    return configure(workers=[Quick, Slow, Off, Batched, Grouped, Isolated])
+
+
+def handler(worker, runtime=None) -> ShardHandler:
+    runtime = runtime or lowkiq.current()
+    q = runtime.queue(worker)
+    return ShardHandler(held_lease(q, 0), worker(), q, runtime.settings, Wire(runtime.client),
+                        clock=runtime.clock)
+
+
+def enqueue(worker, clock, n: int) -> list[str]:
+    ids = [f"id{i:02d}" for i in range(n)]
+    worker.perform_async([{"id": job_id, "payload": job_id, "perform_in": clock.now - 100 + i}
+                          for i, job_id in enumerate(ids)])
+    return ids
+
+
+def test_once_its_first_perform_tells_the_pace_a_quick_worker_takes_its_cap_and_performs_them_one_by_one(clock):
+    ids = enqueue(Quick, clock, 40)
+    h = handler(Quick)
+    assert h.wanted() == 1  # the pace is not known yet
+    first = h.take(None)
+    assert [j.id for j in first.jobs] == ids[:1]
+    ack = h.perform(first)
+    assert h.wanted() == -Quick.take_ahead == -16
+    taken = h.take(ack)
+    assert [j.id for j in taken.jobs] == ids[1:17]
+    ack = h.perform(taken)
+    assert ack is not None and ack.ids == ids[1:17]
+    assert list(CALLS) == [[job_id] for job_id in ids[:17]]  # one id per perform, in perform_in order
+    rest = h.take(ack)
+    assert [j.id for j in rest.jobs] == ids[17:33]
+    assert len(lowkiq.current().queries(Quick).busy()) == 16  # the run's ids wait in processing together
+
+
+def test_a_perform_that_fills_the_window_takes_one_id_at_a_time(clock):
+    enqueue(Slow, clock, 5)
+    h = handler(Slow)
+    for _ in range(2):
+        ack = h.perform(h.take(None))
+        assert ack is not None
+        h.ack(ack.ids)
+    assert h.wanted() == 1
+    assert [len(c) for c in CALLS] == [1, 1]
+
+
+@pytest.mark.parametrize("worker", [Off, Batched, Grouped, Isolated])
+def test_take_ahead_is_off_for_a_cap_of_1_batches_group_limits_and_process_isolation(worker, clock):
+    h = handler(worker)
+    h._paced(0.0001)  # quick performs would take ahead
+    assert h.wanted() == worker.batch_size
+
+
+def test_a_bad_cap_is_refused_naming_it():
+    for bad in (0, 65, 2.0, True, "8"):
+        with pytest.raises(ValueError, match=r"Capped.take_ahead must be an int 1\.\.64"):
+            type("Capped", (lowkiq.Worker,), {"take_ahead": bad, "perform": lambda self, batch: None})
+    with pytest.raises((ValueError, ConfigurationError)):
+        type("Capped", (lowkiq.Worker,), {"take_ahead": -1, "perform": lambda self, batch: None})
+
+
+def test_an_id_that_fails_in_a_run_fails_alone_and_the_others_are_acknowledged(clock):
+    ids = enqueue(Quick, clock, 17)
+    h = handler(Quick)
+    h.ack(h.perform(h.take(None)).ids)
+    FAILING.add(ids[5])
+    taken = h.take(None)
+    ack = h.perform(taken)
+    assert ack is not None and ack.ids == [i for i in ids[1:17] if i != ids[5]]
+    h.ack(ack.ids)
+    queries = lowkiq.current().queries(Quick)
+    job = queries.job(ids[5])
+    assert job is not None and (job.retry_count, job.error) == (0, f"ValueError: ['{ids[5]}'] failed")
+    assert queries.busy() == []
+    assert [i for chunk in queries.enqueued_ids() for i in chunk] == [ids[5]]
+    history = IdHistories(lowkiq.current().client, Quick.keys()).of(ids[5])
+    failed = [e for e in history.events if e.kind == "failed"]
+    assert len(failed) == 1 and failed[0].batch_size == 1 and "failed together" not in failed[0].summary
+    taken_event = next(e for e in history.events if e.kind == "taken")
+    assert taken_event.reason == TAKEN_AHEAD and taken_event.batch_size == 16
+
+
+def test_ids_not_started_when_the_thread_says_stop_go_back_untouched_in_one_step(clock, r):
+    ids = enqueue(Quick, clock, 17)
+    h = handler(Quick)
+    h.ack(h.perform(h.take(None)).ids)
+    allowed = iter([True, True])
+    h.between = lambda handler: next(allowed, False)  # the process stops after the third id
+    ack = h.perform(h.take(None))
+    assert ack is not None and ack.ids == ids[1:4]
+    assert CALLS[-3:] == [[i] for i in ids[1:4]]
+    queries = lowkiq.current().queries(Quick)
+    assert len(queries.busy()) == 3  # the performed ones, acknowledged with the next take
+    h.ack(ack.ids)
+    for job_id, at in zip(ids[4:], range(4, 17)):
+        job = queries.job(job_id)
+        assert (job.retry_count, job.perform_in, [p for p, _ in job.payloads]) == (-1, clock.now - 100 + at, [job_id])
+    back = [e for e in IdHistories(r, Quick.keys()).of(ids[10]).events if e.kind == "restored"]
+    assert len(back) == 1 and "taken ahead, not started" in back[0].summary
+    assert queries.busy() == []
+
+
+def test_a_crash_record_in_the_shard_makes_the_take_take_one_id(clock, r):
+    ids = enqueue(Quick, clock, 10)
+    h = handler(Quick)
+    h._paced(0.0001)
+    r.hset(h.lease.keys.crashes_hash, ids[7], 1)  # a server died performing it once
+    taken = h.take(None)
+    assert [j.id for j in taken.jobs] == ids[:1]
+    r.delete(h.lease.keys.crashes_hash)
+    assert len(h.take(h.perform(taken)).jobs) == 9
+
+
+def test_between_ids_the_thread_renews_a_lease_whose_budget_is_low_and_stops_when_its_process_does(configure):
+    runtime = configure(workers=[Quick], lease_ttl=3, heartbeat_interval=1.0, min_perform_budget=1.0)
+    stop = threading.Event()
+    thread = Processor(0, runtime, stop, lambda exc, in_perform: None)
+    try:
+        q = runtime.queue(Quick)
+        held = acquire(q, 0, "tests", ttl=3)
+        h = thread._handler(held)
+        time.sleep(held.remaining() - 0.9)  # under the budget now
+        assert held.remaining() < 1.0
+        assert h.between(h) is True
+        assert held.remaining() > 2.0  # renewed in Redis: the thread's call refreshed the local deadline
+        stop.set()
+        assert h.between(h) is False
+    finally:
+        thread.wire.close(disconnect=True)
+        thread.client.close()
