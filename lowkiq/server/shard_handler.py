@@ -25,6 +25,7 @@ from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from ..worker import Worker
 from . import process_isolation as isolation
+from . import take_ahead
 from .duties.day_stats_flush import TALLY
 from .group_limits import GroupLimits
 
@@ -33,12 +34,6 @@ if TYPE_CHECKING:
     from ..jobs import MorgueJob
 
 log = logging.getLogger("lowkiq.server")
-
-# Take-ahead (docs/take-ahead.md): a batch_size 1 worker's thread takes as many due ids as its recent perform
-# time fits in this window, so the last one taken starts within it; the pace is a moving average with
-# this weight on the newest perform.
-TAKE_AHEAD_WINDOW = 0.05
-PACE_WEIGHT = 0.2
 
 
 class StopProcess(Exception):
@@ -105,7 +100,7 @@ class ShardHandler:
         cls = type(worker)
         self._ahead = cls.take_ahead if (self.takes_ahead and cls.batch_size == 1 and self.limits is None
                                           and not self._in_child) else 1
-        self._pace: float | None = None  # seconds a perform takes here, averaged; None before the first
+        self.pace = take_ahead.pace_of(cls)
         # Asked by a take-ahead run before each id after its first: whether it may start (the thread renews the
         # lease there when its budget is low); False puts the rest back. Set by the thread.
         self.between: Callable[[ShardHandler], bool] = _carry_on
@@ -130,12 +125,8 @@ class ShardHandler:
 
     def wanted(self) -> int:
         """How many ids the next take asks for: the batch size, or -K for up to K taken ahead."""
-        pace = self._pace
-        if self._ahead == 1 or pace is None:
-            return self._batch  # the first perform here tells the pace
-        fits = self._ahead if pace <= 0 else int(TAKE_AHEAD_WINDOW / pace)
-        ahead = min(self._ahead, fits)
-        return -ahead if ahead > 1 else 1
+        ahead = self.pace.ahead(self._ahead)
+        return -ahead if ahead > 1 else self._batch
 
     def ack(self, ids: Sequence[str]) -> None:
         releases = self.limits.release_calls(ids) if self.limits is not None else []
@@ -158,11 +149,7 @@ class ShardHandler:
         try:
             return self.perform_batch(taken)
         finally:
-            self._paced(time.perf_counter() - started)
-
-    def _paced(self, seconds: float) -> None:
-        pace = self._pace
-        self._pace = seconds if pace is None else pace + PACE_WEIGHT * (seconds - pace)
+            self.pace.record(time.perf_counter() - started)
 
     def perform_ahead(self, taken: Taken) -> Ack | None:
         """The ids of one take, taken ahead, each in its own perform, in the order taken (docs/take-ahead.md).
@@ -185,7 +172,7 @@ class ShardHandler:
             except StopProcess:
                 self._settle_before_stop(done, [j.id for j in jobs[i + 1:]])
                 raise
-            self._paced(time.perf_counter() - started)
+            self.pace.record(time.perf_counter() - started)
             if ack is not None:
                 done.append(job.id)
         return Ack(self, done) if done else None

@@ -11,8 +11,9 @@ from queue_support import acquire, held_lease
 
 import lowkiq
 from lowkiq.errors import ConfigurationError
+from lowkiq.server import take_ahead
 from lowkiq.server.processor import Processor
-from lowkiq.server.shard_handler import TAKE_AHEAD_WINDOW, ShardHandler
+from lowkiq.server.shard_handler import ShardHandler
 from lowkiq.store.id_history import TAKEN_AHEAD, IdHistories
 from lowkiq.store.lua import Wire
 
@@ -32,7 +33,7 @@ class Quick(lowkiq.Worker):
 
 class Slow(Quick):
     def perform(self, payloads_by_id):
-        time.sleep(TAKE_AHEAD_WINDOW * 0.7)
+        time.sleep(take_ahead.WINDOW * 0.7)
         super().perform(payloads_by_id)
 
 
@@ -56,6 +57,7 @@ class Isolated(Quick):
 def setup(configure):
     CALLS.clear()
     FAILING.clear()
+    take_ahead._paces.clear()  # each test's workers start without a pace
     return configure(workers=[Quick, Slow, Off, Batched, Grouped, Isolated])
 
 
@@ -105,7 +107,7 @@ def test_a_perform_that_fills_the_window_takes_one_id_at_a_time(clock):
 @pytest.mark.parametrize("worker", [Off, Batched, Grouped, Isolated])
 def test_take_ahead_is_off_for_a_cap_of_1_batches_group_limits_and_process_isolation(worker, clock):
     h = handler(worker)
-    h._paced(0.0001)  # quick performs would take ahead
+    h.pace.record(0.0001)  # quick performs would take ahead
     assert h.wanted() == worker.batch_size
 
 
@@ -161,7 +163,7 @@ def test_ids_not_started_when_the_thread_says_stop_go_back_untouched_in_one_step
 def test_a_crash_record_in_the_shard_makes_the_take_take_one_id(clock, r):
     ids = enqueue(Quick, clock, 10)
     h = handler(Quick)
-    h._paced(0.0001)
+    h.pace.record(0.0001)
     r.hset(h.lease.keys.crashes_hash, ids[7], 1)  # a server died performing it once
     taken = h.take(None)
     assert [j.id for j in taken.jobs] == ids[:1]
