@@ -2,12 +2,13 @@
 shard as fast as it can on a warm Redis, and ``INFO commandstats`` says what each call cost.
 
     python -m bench.script_cost [--jobs 20000] [--batch 1]
-    python -m bench.script_cost --steps [--jobs 4000] [--runs 3]
+    python -m bench.script_cost --steps [--jobs 4000] [--runs 3] [--batch -16]
 
 ``--steps`` says where a call's time goes: the hot script is run cut after each of its steps (each cut
 returns at once, on fresh queues of the same shape), so a step costs the difference between two cuts;
 and the floor: a script that runs the same Redis commands as one take and ack at batch 1 and nothing
-else, which is what any script keeping this data layout pays.
+else, which is what any script keeping this data layout pays. ``--batch -16`` is a take-ahead call of 16
+ids (docs/take-ahead.md): the steps are then per call of 16 jobs (the floor stays batch 1's).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ STEPS = (
     ("the lease: TIME, HMGET and the fencing check", "-- Retried ids, stored errors"),
     ("the ack: one EXISTS for the rare keys, HDEL, HINCRBY", "local fair = false"),
     ("the due ids and the next head: ZRANGE by rank", "  if #ready > 0 then\n    local any_retries"),
-    ("each job: HGET of its payloads, its record", "    call_chunked('HSET', K_PROCESSING"),
+    ("each job: its payloads (one HMGET for the batch), its record", "    call_chunked('HSET', K_PROCESSING"),
     ("the move: HSET processing, ZREM ready and lex, HDEL payloads", "    -- the thread and the history length"),
     ("the lease renewed: HSET", "if taken or #acked > 0 then history_held"),
 )
@@ -106,7 +107,7 @@ def queued(url: str, client: Any, jobs: int, batch: int, **attributes: object) -
 
 def measure(url: str, client: Any, jobs: int, batch: int, **attributes: object) -> dict[str, Any]:
     """``attributes``: more of the worker's class attributes (e.g. history_length=0)."""
-    with queued(url, client, jobs, batch, **attributes) as (queue, lease):
+    with queued(url, client, jobs, max(1, batch), **attributes) as (queue, lease):
         wire = lua.Wire(queue.client)
         counters = RedisCounters(client).start()
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -128,16 +129,17 @@ def measure(url: str, client: Any, jobs: int, batch: int, **attributes: object) 
             "commands": {k: v for k, v in ((c, counters.usec_per_call(c)) for c in counters.commandstats)}}
 
 
-def per_call(url: str, client: Any, source: str, jobs: int) -> float:
-    """Redis CPU (µs) per call of ``source`` run as the hot script at batch 1, on a fresh queue of ``jobs``."""
-    with queued(url, client, jobs, 1) as (_, lease):
+def per_call(url: str, client: Any, source: str, jobs: int, batch: int = 1) -> float:
+    """Redis CPU (µs) per call of ``source`` run as the hot script taking ``batch`` ids (-K: K taken ahead),
+    on a fresh queue of ``jobs``."""
+    with queued(url, client, jobs, max(1, batch)) as (_, lease):
         keys = lease.keys.all()
         sha = client.script_load(source)
         client.config_resetstat()
         acked: list[Any] = []
-        for _ in range(jobs):
-            reply = client.evalsha(sha, len(keys), *keys, "", 1, lease.grant, 600_000, "t", 10_000, *acked)
-            acked = [reply[1]]
+        for _ in range(jobs // abs(batch)):
+            reply = client.evalsha(sha, len(keys), *keys, "", batch, lease.grant, 600_000, "t", 10_000, *acked)
+            acked = reply[1::2] if len(reply) % 2 else reply[1:-1:2]
         return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
 
 
@@ -154,14 +156,14 @@ def cuts() -> list[tuple[str, str]]:
     return out
 
 
-def steps(url: str, client: Any, jobs: int, runs: int) -> dict[str, Any]:
+def steps(url: str, client: Any, jobs: int, runs: int, batch: int = 1) -> dict[str, Any]:
     """Each step's Redis CPU per call (median of ``runs``, the variants taken in turn), the whole script's, the floor's."""
     variants = [*cuts(), ("empty", lua_prelude() + EMPTY), ("minimal", lua_prelude() + MINIMAL),
                 ("floor", lua_prelude() + FLOOR)]
     costs: dict[str, list[float]] = {label: [] for label, _ in variants}
     for _ in range(runs):
         for label, source in variants:
-            costs[label].append(per_call(url, client, source, jobs))
+            costs[label].append(per_call(url, client, source, jobs, 1 if label in ("minimal", "floor") else batch))
     cut = [statistics.median(costs[label]) for label, _ in variants[:-3]]
     added = [(variants[0][0], cut[0])] + [(variants[i][0], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
     return {"steps": added, "whole": cut[-1], **{name: statistics.median(costs[name]) for name in ("empty", "minimal", "floor")}}
@@ -176,7 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.steps:
         with RedisServer() as server:
-            found = steps(server.url, server.client(), args.jobs or 4_000, args.runs)
+            found = steps(server.url, server.client(), args.jobs or 4_000, args.runs, args.batch)
         for label, usec in found["steps"]:
             print(f"{usec:6.2f} µs  {label}")
         print(f"{found['whole']:6.2f} µs  the whole script, per call")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import log_format
 from ..store import lua
-from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
+from ..store.leases import Lease, LeaseRefused, fenced, renew_call, verify
 from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
@@ -648,7 +648,7 @@ class Processor:
         sent_at = time.monotonic()
         with fenced():
             group_limits.extend(self.wire, [lease])  # a permit must not end before its lease (docs/fairness.md)
-            self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+            self.wire.call(*renew_call(lease))
         lease.renewed(sent_at)
 
     def _check_lease(self, lease: Lease) -> str | None:

@@ -161,20 +161,26 @@ class ShardHandler:
         """
         jobs = taken.jobs
         done: list[str] = []
-        for i, job in enumerate(jobs):
-            if i and not self.between(self):
-                self._untake([j.id for j in jobs[i:]])
-                break
-            one = Taken([job], taken.next_perform_in, taken.poisoned.get(job.id))
-            started = time.perf_counter()
-            try:
-                ack = self.perform_batch(one)
-            except StopProcess:
-                self._settle_before_stop(done, [j.id for j in jobs[i + 1:]])
-                raise
-            self.pace.record(time.perf_counter() - started)
-            if ack is not None:
-                done.append(job.id)
+        lease = self.lease
+        try:
+            for i, job in enumerate(jobs):
+                if i and not self.between(self):
+                    self._untake([j.id for j in jobs[i:]])
+                    break
+                one = Taken([job], taken.next_perform_in, taken.poisoned.get(job.id))
+                # the busy list names it once the lease is renewed (a perform that runs long)
+                lease.performing = (job.id, time.monotonic())
+                started = time.perf_counter()
+                try:
+                    ack = self.perform_batch(one)
+                except StopProcess:
+                    self._settle_before_stop(done, [j.id for j in jobs[i + 1:]])
+                    raise
+                self.pace.record(time.perf_counter() - started)
+                if ack is not None:
+                    done.append(job.id)
+        finally:
+            lease.performing = None
         return Ack(self, done) if done else None
 
     def _untake(self, ids: list[str]) -> None:

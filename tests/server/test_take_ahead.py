@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from queue_support import acquire, held_lease
 
 import lowkiq
+from lowkiq.console import Console
+from lowkiq.console.busy import busy_jobs, over_time_limit
 from lowkiq.errors import ConfigurationError
 from lowkiq.server import take_ahead
 from lowkiq.server.processor import Processor
 from lowkiq.server.shard_handler import ShardHandler
+from lowkiq.store import ownership, registry
 from lowkiq.store.id_history import TAKEN_AHEAD, IdHistories
+from lowkiq.store.leases import renew_call
 from lowkiq.store.lua import Wire
 
 CALLS: list[list[str]] = []
@@ -188,3 +193,40 @@ def test_between_ids_the_thread_renews_a_lease_whose_budget_is_low_and_stops_whe
     finally:
         thread.wire.close(disconnect=True)
         thread.client.close()
+
+
+SEEN: dict[str, Any] = {}
+
+
+class Watched(Quick):
+    """At id05 of its run, the busy list is read after a renewal, as the keeper renews during a long perform."""
+
+    def perform(self, payloads_by_id):
+        super().perform(payloads_by_id)
+        if "id05" in payloads_by_id:
+            runtime = lowkiq.current()
+            lease = SEEN["lease"]
+            time.sleep(0.05)
+            Wire(runtime.client).call(*renew_call(lease))
+            c = Console(runtime.client, lambda: ([registry.info_of(Watched)], []))
+            view = c.worker("Watched")
+            _, SEEN["busy"] = busy_jobs(c, view, c.queries(view).busy())
+            SEEN["over"] = over_time_limit(c, c.metrics())
+
+
+def test_a_renewal_during_a_run_names_the_id_performing_and_the_busy_list_the_others_as_in_its_run(configure, clock):
+    configure(workers=[Watched])
+    ids = enqueue(Watched, clock, 17)
+    h = handler(Watched)
+    SEEN["lease"] = h.lease
+    h.ack(h.perform(h.take(None)).ids)
+    ack = h.perform(h.take(None))
+    assert ack is not None and h.lease.performing is None  # told only while the run performs
+    by_id = {b.job.id: b for b in SEEN["busy"]}
+    assert sorted(by_id) == ids[1:17]
+    assert by_id["id05"].lease.performing == "id05" and not by_id["id05"].in_run
+    assert 0.04 <= by_id["id05"].running_for < 5  # from its own start, not the run's take
+    assert all(b.in_run and b.running_for is None and not b.over_time_limit for i, b in by_id.items() if i != "id05")
+    h.take(ack)  # the next take starts another run: no id is named until a renewal tells one
+    [row] = [s for s in ownership.shard_leases(lowkiq.current().client, Watched.keys(), [])[1]]
+    assert row.performing is None

@@ -37,6 +37,9 @@ local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
 -- processing (acquire.lua), so while the shard holds crash counts an id is taken alone.
 local ahead = limit < 0
 if ahead then limit = any_crashes and 1 or -limit end
+-- The id of a take-ahead run its holder said it performs (renew.lua): the run is over once acknowledged or
+-- another is taken.
+if LEASE.performing and (limit ~= 0 or #ARGV >= 7) then redis.call('HDEL', K_LEASE, 'performing') end
 local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1, rare)
 if rare then depend_settled(acked, true) end
 local history = history_length(ARGV[6])
@@ -206,6 +209,14 @@ if limit > 0 then
     local any_errors = rare and redis.call('EXISTS', K_ERRORS) == 1
     local suspect = false
     local ids, processing = {}, {}
+    -- Every payload in one read (or one per CHUNK ids): a take of several ids pays one call, not one each.
+    local wanted = {}
+    for i = 1, #ready, 2 do wanted[#wanted + 1] = ready[i] end
+    local stored = {}
+    for i = 1, #wanted, CHUNK do
+      local part = redis.call('HMGET', K_PAYLOADS, unpack(wanted, i, math.min(i + CHUNK - 1, #wanted)))
+      for j = 1, #part do stored[#stored + 1] = part[j] end
+    end
     for i = 1, #ready, 2 do
       local id, perform_in = ready[i], ready[i + 1]
       local retry_count = -1
@@ -214,7 +225,7 @@ if limit > 0 then
       end
       local err = false
       if any_errors then err = redis.call('HGET', K_ERRORS, id) end
-      local payloads = redis.call('HGET', K_PAYLOADS, id)
+      local payloads = stored[(i + 1) / 2]
       if spilled_count(payloads) then
         payloads = encode((spill_read(id)))
         spill_remove(id)
