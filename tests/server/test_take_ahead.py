@@ -230,3 +230,30 @@ def test_a_renewal_during_a_run_names_the_id_performing_and_the_busy_list_the_ot
     h.take(ack)  # the next take starts another run: no id is named until a renewal tells one
     [row] = [s for s in ownership.shard_leases(lowkiq.current().client, Watched.keys(), [])[1]]
     assert row.performing is None
+
+
+class Limited(Quick):
+    time_limit = 0.3
+
+    def perform(self, payloads_by_id):
+        super().perform(payloads_by_id)
+        if "id04" in payloads_by_id:
+            while True:  # runs on past its time limit until TimeLimitExceeded stops it
+                sum(range(100))
+
+
+def test_an_id_past_its_time_limit_in_a_run_fails_alone_with_time_limit_exceeded_and_the_run_goes_on(configure,
+                                                                                                   clock):
+    configure(workers=[Limited])
+    ids = enqueue(Limited, clock, 17)
+    h = handler(Limited)
+    h.ack(h.perform(h.take(None)).ids)
+    started = time.monotonic()
+    ack = h.perform(h.take(None))
+    assert time.monotonic() - started < 3
+    assert ack is not None and ack.ids == [i for i in ids[1:17] if i != "id04"]
+    h.ack(ack.ids)
+    job = lowkiq.current().queries(Limited).job("id04")
+    assert job is not None and job.retry_count == 0
+    assert job.error.startswith("TimeLimitExceeded: the perform ran past its time_limit of 0.3 s")
+    assert -16 < h.wanted() < 0  # the slow perform weighs on the pace: fewer ids ahead next time
