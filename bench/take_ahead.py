@@ -5,7 +5,7 @@ off (``take_ahead = 1``) and on (the default), in alternating pairs.
 
 Each run is bench item 3's shape (``bench/apps/merging.py``: one server, 5 threads, 5 shards, batch_size 1):
 ``--versions`` calls of ``--ids`` jobs, version by version, sent while the server runs. A merge is a
-version that joined a job of its id instead of making one: payloads − performs. Take-ahead widens the
+version that joined a job of its id instead of making one: payloads - performs. Take-ahead widens the
 window in which a version of an id cannot join it (from its perform alone to its wait in a run), so it
 may merge less; the table says how much, and what it buys in performs and end-to-end time.
 """
