@@ -2,18 +2,21 @@
 shard as fast as it can on a warm Redis, and ``INFO commandstats`` says what each call cost.
 
     python -m bench.script_cost [--jobs 20000] [--batch 1]
-    python -m bench.script_cost --steps [--jobs 4000] [--runs 3]
-    python -m bench.script_cost --push-steps [--calls 3000] [--ids-per-call 10] [--runs 3]
+    python -m bench.script_cost --steps [--jobs 4000] [--runs 3] [--batch -16]
+    python -m bench.script_cost --push-steps [--calls 3000] [--ids-per-call 10] [--shards 1000] [--runs 3]
+    python -m bench.script_cost --push-before REV [--ids-per-call 1] [--ids 1000] [--shards 1000] [--pairs 6]
 
 ``--steps`` says where a call's time goes: the hot script is run cut after each of its steps (each cut
 returns at once, on fresh queues of the same shape), so a step costs the difference between two cuts;
 and the floor: a script that runs the same Redis commands as one take and ack at batch 1 and nothing
-else, which is what any script keeping this data layout pays.
+else, which is what any script keeping this data layout pays. ``--batch -16`` is a take-ahead call of 16
+ids (docs/take-ahead.md): the steps are then per call of 16 jobs (the floor stays batch 1's).
 
 ``--push-steps`` does the same for the producer's script, push.lua: each call enqueues ``--ids-per-call`` new ids
-(10: a 10,000-job call into 1,000 shards is 1,000 such calls) into one shard, as ``perform_async`` packs them.
-``--ids-per-call 1`` is a one-job ``perform_async``. ``--push-before REV`` runs push.lua as it was at git revision
-REV (with today's libraries' files at REV too) and today's in alternating pairs, on fresh queues of the same shape.
+into one shard, as ``perform_async`` packs them (``--ids-per-call 1`` is a one-job ``perform_async``); with
+``--shards 1000`` the calls are those of ``perform_async`` calls of 1,000 × ``--ids-per-call`` jobs into 1,000 shards
+(10: issue 39's 10,000 jobs into 1,000 shards). ``--push-before REV`` runs push.lua as it was at git revision REV
+(assembled from REV's script and library files) and today's on the same calls, in alternating turns.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ STEPS = (
     ("the lease: TIME, HMGET and the fencing check", "-- Retried ids, stored errors"),
     ("the ack: one EXISTS for the rare keys, HDEL, HINCRBY", "local fair = false"),
     ("the due ids and the next head: ZRANGE by rank", "  if #ready > 0 then\n    local any_retries"),
-    ("each job: HGET of its payloads, its record", "    call_chunked('HSET', K_PROCESSING"),
+    ("each job: its payloads (one HMGET for the batch), its record", "    call_chunked('HSET', K_PROCESSING"),
     ("the move: HSET processing, ZREM ready and lex, HDEL payloads", "    -- the thread and the history length"),
     ("the lease renewed: HSET", "if taken or #acked > 0 then history_held"),
 )
@@ -112,7 +115,7 @@ def queued(url: str, client: Any, jobs: int, batch: int, **attributes: object) -
 
 def measure(url: str, client: Any, jobs: int, batch: int, **attributes: object) -> dict[str, Any]:
     """``attributes``: more of the worker's class attributes (e.g. history_length=0)."""
-    with queued(url, client, jobs, batch, **attributes) as (queue, lease):
+    with queued(url, client, jobs, max(1, batch), **attributes) as (queue, lease):
         wire = lua.Wire(queue.client)
         counters = RedisCounters(client).start()
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -134,16 +137,17 @@ def measure(url: str, client: Any, jobs: int, batch: int, **attributes: object) 
             "commands": {k: v for k, v in ((c, counters.usec_per_call(c)) for c in counters.commandstats)}}
 
 
-def per_call(url: str, client: Any, source: str, jobs: int) -> float:
-    """Redis CPU (µs) per call of ``source`` run as the hot script at batch 1, on a fresh queue of ``jobs``."""
-    with queued(url, client, jobs, 1) as (_, lease):
+def per_call(url: str, client: Any, source: str, jobs: int, batch: int = 1) -> float:
+    """Redis CPU (µs) per call of ``source`` run as the hot script taking ``batch`` ids (-K: K taken ahead),
+    on a fresh queue of ``jobs``."""
+    with queued(url, client, jobs, max(1, batch)) as (_, lease):
         keys = lease.keys.all()
         sha = client.script_load(source)
         client.config_resetstat()
         acked: list[Any] = []
-        for _ in range(jobs):
-            reply = client.evalsha(sha, len(keys), *keys, "", 1, lease.grant, 600_000, "t", 10_000, *acked)
-            acked = [reply[1]]
+        for _ in range(jobs // abs(batch)):
+            reply = client.evalsha(sha, len(keys), *keys, "", batch, lease.grant, 600_000, "t", 10_000, *acked)
+            acked = reply[1::2] if len(reply) % 2 else reply[1:-1:2]
         return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
 
 
@@ -160,14 +164,14 @@ def cuts() -> list[tuple[str, str]]:
     return out
 
 
-def steps(url: str, client: Any, jobs: int, runs: int) -> dict[str, Any]:
+def steps(url: str, client: Any, jobs: int, runs: int, batch: int = 1) -> dict[str, Any]:
     """Each step's Redis CPU per call (median of ``runs``, the variants taken in turn), the whole script's, the floor's."""
     variants = [*cuts(), ("empty", lua_prelude() + EMPTY), ("minimal", lua_prelude() + MINIMAL),
                 ("floor", lua_prelude() + FLOOR)]
     costs: dict[str, list[float]] = {label: [] for label, _ in variants}
     for _ in range(runs):
         for label, source in variants:
-            costs[label].append(per_call(url, client, source, jobs))
+            costs[label].append(per_call(url, client, source, jobs, 1 if label in ("minimal", "floor") else batch))
     cut = [statistics.median(costs[label]) for label, _ in variants[:-3]]
     added = [(variants[0][0], cut[0])] + [(variants[i][0], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
     return {"steps": added, "whole": cut[-1], **{name: statistics.median(costs[name]) for name in ("empty", "minimal", "floor")}}
@@ -328,7 +332,7 @@ def main() -> None:
         return
     if args.steps:
         with RedisServer() as server:
-            found = steps(server.url, server.client(), args.jobs or 4_000, args.runs)
+            found = steps(server.url, server.client(), args.jobs or 4_000, args.runs, args.batch)
         for label, usec in found["steps"]:
             print(f"{usec:6.2f} µs  {label}")
         print(f"{found['whole']:6.2f} µs  the whole script, per call")

@@ -2,11 +2,14 @@
 
     python -m bench.versus --before 07b3bc3 [--after HEAD] [--pairs 6] [--workload fairness-plain]
     python -m bench.versus --before 'cdb451e^' --after HEAD --workload server-blank
+    python -m bench.versus --before HEAD --before-env LOWKIQ_SPLITTER=default --workload server-blank
 
 The code of ``--before`` (and of ``--after``, when given; else the working tree through the
 editable install) is checked out into a temporary ``git worktree`` and imported with
 ``PYTHONPATH`` pointing there; which ``lowkiq/__init__.py`` each side imports is checked and
-printed. The current ``bench`` package is copied into a temporary folder, the working directory
+printed. ``--before-env`` and ``--after-env`` (KEY=VALUE, repeatable) add to one side's environment, and
+so to its server's: one code in two configurations (pinned threads against the pool, above). The current
+``bench`` package is copied into a temporary folder, the working directory
 of every run, so that both sides run the same benchmark code (``bench.common.hold`` takes a lease
 with ``queue.acquire`` where ``lowkiq.server.holdings`` does not exist yet).
 
@@ -47,7 +50,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,16 +103,18 @@ class Side:
     commit: str      # the commit it resolved to ("" for the working tree)
     root: str        # the tree whose lowkiq/ is imported
     pythonpath: str  # "" for the working tree's editable install
+    extra: dict[str, str] = field(default_factory=dict)  # more environment, for its runs and its server
 
     @property
     def label(self) -> str:
-        return f"{self.rev} ({self.commit})" if self.rev else "working tree"
+        code = f"{self.rev} ({self.commit})" if self.rev else "working tree"
+        return code + "".join(f" {k}={v}" for k, v in self.extra.items())
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REDIS_URL", "LOWKIQ_REDIS_URL")}
         if self.pythonpath:
             env["PYTHONPATH"] = self.pythonpath
-        return env
+        return {**env, **self.extra}
 
     def run(self, stage: str, args: list[str], timeout: float) -> str:
         done = subprocess.run([sys.executable, *args], cwd=stage, env=self.env(), capture_output=True, text=True,
@@ -199,6 +204,10 @@ def main() -> None:
     parser.add_argument("--before", help="the older code: a commit or any git revision (e.g. 'cdb451e^')")
     parser.add_argument("--after", default="",
                         help="the newer code: a git revision (default: the working tree, as installed)")
+    parser.add_argument("--before-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="more environment for the before side (its server's too); repeatable")
+    parser.add_argument("--after-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="more environment for the after side (its server's too); repeatable")
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--workload", choices=WORKLOADS, default="fairness-plain")
     parser.add_argument("--jobs", type=int, help="jobs per run (20,000 for fairness-plain, 100,000 for server-blank)")
@@ -226,6 +235,8 @@ def main() -> None:
             after.pythonpath = after.root
         else:
             after = Side("after", "", "", ROOT, "")
+        for side, given in ((before, options.before_env), (after, options.after_env)):
+            side.extra = dict(pair.split("=", 1) for pair in given)
         for side in (before, after):
             print(f"{side.name}: {side.label} imports {check_import(side, stage)}", flush=True)
         redis_server = stack.enter_context(RedisServer())

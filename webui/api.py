@@ -191,7 +191,7 @@ def api_busy(worker: str) -> Response:
     # and whether that is past the worker's time_limit (a perform that ignores TimeLimitExceeded).
     # Who performs it: the server's one name (its --name, else host:pid) and the thread, as its lease says.
     return reply({"jobs": [{**job_json(busy.job), "running_for": busy.running_for,
-                            "over_time_limit": busy.over_time_limit,
+                            "over_time_limit": busy.over_time_limit, "in_run": busy.in_run,
                             "server": busy.lease.server.name if busy.lease and busy.lease.server else None,
                             "thread": busy.lease.thread if busy.lease else None} for busy in jobs],
                   "time_limit": view.info.time_limit, "concurrency": view.info.concurrency})

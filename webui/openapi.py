@@ -790,6 +790,9 @@ SCHEMAS["BusyJob"] = _object(
                          "description": "Running for longer than the worker's time_limit: a thread-isolated perform "
                                         "that ignores TimeLimitExceeded keeps its shard, or a child process about "
                                         "to be killed."},
+     "in_run": {"type": "boolean",
+                "description": "Taken ahead with the id its shard performs now (docs/take-ahead.md): not performing "
+                               "itself, waiting for its turn or for the run's acknowledgement; running_for is null."},
      "server": {**_nullable(TEXT), "description": "The server performing it (its --name, else host:pid); null when "
                                                   "its shard's lease names no live server."},
      "thread": {**_nullable(TEXT), "description": "The server thread performing it, as its shard's lease says."}},

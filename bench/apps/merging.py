@@ -16,6 +16,7 @@ import redis
 import lowkiq
 
 EXPECTED = int(os.environ["BENCH_EXPECTED"])
+PERFORM_SECONDS = float(os.environ.get("BENCH_PERFORM_SECONDS", "0"))  # each perform's own work, slept
 _marks = redis.Redis.from_url(os.environ["LOWKIQ_REDIS_URL"])
 _lock = threading.Lock()
 _last_version = {}
@@ -25,8 +26,11 @@ _totals = {"performs": 0, "payloads": 0, "max_payloads": 0, "out_of_order": 0}
 class MergeWorker(lowkiq.Worker):
     shards_count = int(os.environ.get("BENCH_SHARDS_COUNT", "5"))
     batch_size = int(os.environ.get("BENCH_BATCH_SIZE", "1"))
+    take_ahead = int(os.environ.get("BENCH_TAKE_AHEAD", "16"))
 
     def perform(self, payloads_by_id):
+        if PERFORM_SECONDS:
+            time.sleep(PERFORM_SECONDS)
         now = time.time()
         with _lock:
             first = _totals["performs"] == 0

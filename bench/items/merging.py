@@ -99,29 +99,38 @@ def _version_cost(url: str, client: redis.Redis, held: int, ids: int = 200) -> f
     return counters.usec_per_call("evalsha")
 
 
-def _send(worker: type[lowkiq.Worker], ids: int, versions: int) -> float:
+def _send(worker: type[lowkiq.Worker], ids: int, versions: int, bursts: bool = False) -> float:
+    """Version by version (``versions`` calls of ``ids`` jobs), or id by id (``bursts``: each id's versions in a
+    row, one call each, as an app updating one entity in a burst does)."""
     started = time.perf_counter()
-    for version in range(versions):
-        worker.perform_async([{"id": i, "payload": version, "score": version} for i in range(ids)])
+    if bursts:
+        for i in range(ids):
+            for version in range(versions):
+                worker.perform_async([{"id": i, "payload": version, "score": version}])
+    else:
+        for version in range(versions):
+            worker.perform_async([{"id": i, "payload": version, "score": version} for i in range(ids)])
     return time.perf_counter() - started
 
 
-def _once(url: str, client: redis.Redis, ids: int, versions: int) -> dict[str, float]:
+def _once(url: str, client: redis.Redis, ids: int, versions: int, env: dict[str, str] | None = None,
+          bursts: bool = False) -> dict[str, float]:
+    """``env``: more of the server app's environment (BENCH_TAKE_AHEAD, BENCH_PERFORM_SECONDS); ``bursts``: see
+    ``_send``."""
     client.flushall()
     worker = merge_worker()
     runtime = lowkiq.configure(workers=[worker], redis_url=url)
     # What merging costs the producer on its own: the same versions, nobody consuming.
-    alone = _send(worker, ids, versions)
+    alone = _send(worker, ids, versions, bursts)
     client.flushall()
-    env = {"BENCH_EXPECTED": str(ids * versions)}
     try:
-        with LowkiqServer("merging", url, env=env) as server:
+        with LowkiqServer("merging", url, env={"BENCH_EXPECTED": str(ids * versions), **(env or {})}) as server:
             # "While the server runs": it holds every shard's lease (a new server first waits
             # `settle` seconds for the membership to stay unchanged), only then start sending.
             wait_for(lambda: _serving(client, worker), timeout=30, alive=server.check_alive,
                      what="the server to serve every shard")
             started = time.time()
-            enqueue = _send(worker, ids, versions)
+            enqueue = _send(worker, ids, versions, bursts)
             drain = wait_drained(client, timeout=600, alive=server.check_alive)
             totals = {k.decode(): float(v) for k, v in client.hgetall("bench:merge").items()}
     finally:

@@ -68,12 +68,15 @@ def stop(c: Console, view: WorkerView, job_id: str, *, who: str, source: str) ->
 class BusyJob:
     """A job in processing. ``running_for``: seconds since its batch was taken, None when its shard's
     lease does not say (released, or written by an older lowkiq); ``over_time_limit``: running for
-    longer than its worker's ``time_limit``."""
+    longer than its worker's ``time_limit``. ``in_run``: taken ahead with the id its shard performs now
+    (docs/take-ahead.md), so not performing itself: waiting for its turn, or performed and waiting for the
+    run's acknowledgement; its ``running_for`` is None then."""
 
     job: Job
     lease: ShardLease | None
     running_for: float | None
     over_time_limit: bool
+    in_run: bool = False
 
 
 def running_for(lease: ShardLease | None, now_ms: int) -> float | None:
@@ -90,9 +93,15 @@ def busy_jobs(c: Console, view: WorkerView, jobs: Sequence[Job]) -> tuple[list[S
     """The worker's shard leases, and each of ``jobs`` with its shard's lease: one round trip."""
     now_ms, leases = ownership.shard_leases(c.client, view.keys, membership.live(c.client))
     limit = view.info.time_limit
+    # A lease names the id its take-ahead run performs only while that id is busy (a renewal may land
+    # after the run's end): else every busy id of its shard counts from the take, as a batch's do.
+    busy_ids = {job.id for job in jobs}
     out = []
     for job in jobs:
         lease = leases[codec.shard_of(job.id, view.keys.shards_count)]
+        if lease is not None and lease.performing in busy_ids and lease.performing != job.id:
+            out.append(BusyJob(job, lease, None, False, in_run=True))
+            continue
         running = running_for(lease, now_ms)
         out.append(BusyJob(job, lease, running, over(limit, running)))
     return leases, out

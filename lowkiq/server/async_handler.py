@@ -39,6 +39,8 @@ Offload = Callable[..., Awaitable[Any]]
 class AsyncShardHandler(ShardHandler):
     """A shard of an async worker that one slot of the ``AsyncExecutor`` has checked out."""
 
+    takes_ahead = False  # its performs await I/O: more batches in flight serve it, not ids taken ahead
+
     offload: Offload  # set by the slot: runs a blocking call on the executor's threads
     task: asyncio.Task[BaseException | None] | None = None  # the perform running now
     _morgued: list[MorgueJob] | None = None

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import log_format
 from ..store import lua
-from ..store.leases import Lease, LeaseRefused, fenced, ttl_ms, verify
+from ..store.leases import Lease, LeaseRefused, fenced, renew_call, verify
 from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
@@ -356,8 +356,27 @@ class Processor:
             # One instance per thread: a worker's own state is never shared between threads.
             self._instances[w] = w()
             self._queues[w] = self.runtime.queue(w, self.client)
-        return self.handler_type(lease, self._instances[w], self._queues[w], self.settings, self.wire,
-                                 thread=self.name, clock=self.runtime.clock, events=self.runtime.events)
+        handler = self.handler_type(lease, self._instances[w], self._queues[w], self.settings, self.wire,
+                                    thread=self.name, clock=self.runtime.clock, events=self.runtime.events)
+        handler.between = self._may_go_on
+        return handler
+
+    def _may_go_on(self, handler: ShardHandler) -> bool:
+        """Between two ids taken ahead (docs/take-ahead.md): whether the next may start, with its lease renewed
+        when its budget is low. Not when the process stops, or gives the shard up or lost it meanwhile: the
+        ids not started go back to the queue then, before the shard is released."""
+        lease = handler.lease
+        if self.stop.is_set() or lease.lost is not None:
+            return False
+        if self.pool is not None:
+            entry = self.current
+            if entry is not None and entry.then is not None:
+                return False
+        elif any(kind != GIVE and asked is lease for kind, asked, _ in tuple(self.inbox)):
+            return False
+        if lease.remaining() < self.settings.min_perform_budget:
+            self._renew(lease)
+        return True
 
     def _give_back(self, lease: Lease, release: bool) -> bool:
         handler = next((h for h in self.handlers if h.lease is lease), None)
@@ -629,7 +648,7 @@ class Processor:
         sent_at = time.monotonic()
         with fenced():
             group_limits.extend(self.wire, [lease])  # a permit must not end before its lease (docs/fairness.md)
-            self.wire.call("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+            self.wire.call(*renew_call(lease))
         lease.renewed(sent_at)
 
     def _check_lease(self, lease: Lease) -> str | None:

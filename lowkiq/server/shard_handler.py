@@ -25,6 +25,7 @@ from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from ..worker import Worker
 from . import process_isolation as isolation
+from . import take_ahead
 from .duties.day_stats_flush import TALLY
 from .group_limits import GroupLimits
 
@@ -51,8 +52,14 @@ class Ack:
     ids: list[str]
 
 
+def _carry_on(handler: ShardHandler) -> bool:
+    return True
+
+
 class ShardHandler:
     """A shard this thread holds the lease of: its worker instance, its queue, its lease."""
+
+    takes_ahead = True  # an async worker's handler does not: its performs wait on I/O
 
     def __init__(
         self,
@@ -76,7 +83,7 @@ class ShardHandler:
         self.wire = wire  # the thread's own connection for ack+take
         self.thread = thread
         self.name = type(worker).__name__
-        self._take = (lease, type(worker).batch_size)
+        self._batch = type(worker).batch_size
         self._middlewares = settings.server_middlewares
         self._context = job_context.Context(self.name, self.shard.index, lease)
         self.events = events
@@ -88,6 +95,15 @@ class ShardHandler:
         # group_concurrency / group_rate_limit (docs/fairness.md): None for a worker without them, whose
         # take is Lowkiq's, untouched
         self.limits = GroupLimits.of(type(worker), lease, self._run, clock)
+        # Take-ahead's cap, 1 where it is off: a batch worker takes batches; a group's permits are per batch; a
+        # process-isolated perform may kill its child, whose crash blames every id in processing.
+        cls = type(worker)
+        self._ahead = cls.take_ahead if (self.takes_ahead and cls.batch_size == 1 and self.limits is None
+                                          and not self._in_child) else 1
+        self.pace = take_ahead.pace_of(cls)
+        # Asked by a take-ahead run before each id after its first: whether it may start (the thread renews the
+        # lease there when its budget is low); False puts the rest back. Set by the thread.
+        self.between: Callable[[ShardHandler], bool] = _carry_on
 
     def _run(self, calls: Sequence[lua.Call]) -> list[Any]:
         return self.wire.call_many(calls) if self.wire is not None else lua.run_many(self.queue.client, calls)
@@ -97,7 +113,7 @@ class ShardHandler:
         acked = None if ack is None else (ack.handler.lease, ack.ids)
         limits = self.limits
         releases = ack.handler.limits.release_calls(ack.ids) if ack is not None and ack.handler.limits else []
-        taken = self.queue.ack_and_take(acked, self._take, thread=self.thread, wire=self.wire,
+        taken = self.queue.ack_and_take(acked, (self.lease, self.wanted()), thread=self.thread, wire=self.wire,
                                         blocked=None if limits is None else limits.passed_over(), extra=releases)
         assert taken is not None
         if limits is not None:
@@ -106,6 +122,11 @@ class ShardHandler:
             self.events.emit("batch_taken", worker=self.name, shard=self.shard.index,
                              ids=[job.id for job in taken.jobs], thread=self.thread)
         return taken
+
+    def wanted(self) -> int:
+        """How many ids the next take asks for: the batch size, or -K for up to K taken ahead."""
+        ahead = self.pace.ahead(self._ahead)
+        return -ahead if ahead > 1 else self._batch
 
     def ack(self, ids: Sequence[str]) -> None:
         releases = self.limits.release_calls(ids) if self.limits is not None else []
@@ -119,6 +140,67 @@ class ShardHandler:
             isolation.slot_for(type(self.worker)).start()
 
     def perform(self, taken: Taken) -> Ack | None:
+        """Run the batch (``perform_batch``), or the ids of a take-ahead run one at a time (``perform_ahead``)."""
+        if self._ahead == 1:
+            return self.perform_batch(taken)
+        if len(taken.jobs) > 1:
+            return self.perform_ahead(taken)
+        started = time.perf_counter()
+        try:
+            return self.perform_batch(taken)
+        finally:
+            self.pace.record(time.perf_counter() - started)
+
+    def perform_ahead(self, taken: Taken) -> Ack | None:
+        """The ids of one take, taken ahead, each in its own perform, in the order taken (docs/take-ahead.md).
+
+        Each id is on its own as in a batch of one: its failure is written at once and is its alone, and its
+        time limit is its own. Before each id after the first the thread may say to stop (its process stops,
+        hands the shard over or lost it): the ids not started go back to their place in the queue, untouched,
+        in one step. The ids performed are acknowledged together with the next take.
+        """
+        jobs = taken.jobs
+        done: list[str] = []
+        lease = self.lease
+        try:
+            for i, job in enumerate(jobs):
+                if i and not self.between(self):
+                    if lease.lost is None:  # a lost lease's ids are the new holder's to put back
+                        self._untake([j.id for j in jobs[i:]])
+                    break
+                one = Taken([job], taken.next_perform_in, taken.poisoned.get(job.id))
+                # the busy list names it once the lease is renewed (a perform that runs long)
+                lease.performing = (job.id, time.monotonic())
+                started = time.perf_counter()
+                try:
+                    ack = self.perform_batch(one)
+                except StopProcess:
+                    self._settle_before_stop(done, [j.id for j in jobs[i + 1:]])
+                    raise
+                self.pace.record(time.perf_counter() - started)
+                if ack is not None:
+                    done.append(job.id)
+        finally:
+            lease.performing = None
+        return Ack(self, done) if done else None
+
+    def _untake(self, ids: list[str]) -> None:
+        with fenced():
+            self._run([("untake", self.lease.keys, (self.lease.grant, "ahead", *ids))])
+
+    def _settle_before_stop(self, done: list[str], rest: list[str]) -> None:
+        """The process stops after a perform raised a BaseException: the run's performed ids are acknowledged
+        and the ones not started put back, or else restored by whoever takes the shard over."""
+        try:
+            if rest:
+                self._untake(rest)
+            if done:
+                self.ack(done)
+        except Exception:
+            log.exception("%s shard %d: could not settle ids taken ahead %s before stopping", self.name,
+                          self.shard.index, _short(done + rest), extra=self._fields(done + rest))
+
+    def perform_batch(self, taken: Taken) -> Ack | None:
         """Run the batch. Success returns the pending ack; an Exception fails the batch and returns None.
 
         ``PartialFailure`` fails the ids it names and acknowledges the others, in one step. A

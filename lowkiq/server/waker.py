@@ -74,7 +74,7 @@ class Waker:
         self.transport.close()
 
     def _listen(self) -> None:
-        pubsub = self.transport.client_for(None).pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        pubsub = self.transport.client_for(None).pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call,unused-ignore]
         try:
             pubsub.subscribe(WAKE_CHANNEL)
             self.subscribed.set()

@@ -45,6 +45,8 @@ OPERATOR_EVENTS = {
     "delete_failed": "deleted",
 }
 
+TAKEN_AHEAD = "taken ahead with the others named, to be performed one at a time in this order (take-ahead)"
+
 # Every kind of event, with what the console and the CLI say of it.
 KINDS = {
     "enqueued": "enqueued",
@@ -191,9 +193,12 @@ class IdHistories:
     def _held(self, at: float, kind: str, server: str | None, thread: str | None, token: str | None,
               d: list[Any], job_id: str) -> Iterator[Event]:
         if kind == "run":
+            ahead = len(d) > 2 and bool(d[2])  # taken ahead: performed one at a time, in order (docs/take-ahead.md)
             for name, ids in (("performed", _ids(d[0])), ("taken", _ids(d[1]))):
                 if job_id in ids:
-                    yield Event(at, name, server, thread, token, batch=_others(ids, job_id), batch_size=len(ids))
+                    why = TAKEN_AHEAD if ahead and name == "taken" else None
+                    yield Event(at, name, server, thread, token, batch=_others(ids, job_id), batch_size=len(ids),
+                                reason=why)
         elif kind == "fail":
             yield from self._failure(at, server, thread, token, d, job_id)
         elif kind == "rel":
@@ -208,9 +213,11 @@ class IdHistories:
                             reason="its server could not tell whether its outcome was written")
         elif kind == "untake":
             if job_id in _ids(d[0]):
+                ahead = len(d) > 1 and _s(d[1]) == "ahead"
                 yield Event(at, "restored", server, thread, token,
-                            reason="its group was at its limit (group_concurrency or group_rate_limit): back in its "
-                                   "place, to start when the group may")
+                            reason="taken ahead, not started: its server stopped or handed the shard over first"
+                            if ahead else "its group was at its limit (group_concurrency or group_rate_limit): back "
+                                          "in its place, to start when the group may")
         elif kind == "over":
             previous, crashed = _s(d[0]), bool(d[1])
             why = (f"its server {previous} stopped renewing its lease while performing it" if crashed

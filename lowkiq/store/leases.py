@@ -98,6 +98,8 @@ class Lease:
     fence: int = 0
     # How ``is_lost`` asks Redis once the local deadline has passed: set by whoever holds a connection.
     check: LeaseCheck | None = field(default=None, repr=False)
+    # The id a take-ahead run performs now and the monotonic time it started: told to Redis by the next renewal.
+    performing: tuple[str, float] | None = field(default=None, repr=False)
 
     @property
     def fencing_token(self) -> tuple[int, int]:
@@ -188,7 +190,12 @@ def verify(client: Any, lease: Lease) -> str | None:
 
 
 def renew_call(lease: Lease) -> tuple[str, ShardKeys, tuple[Any, ...]]:
-    return ("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+    performing = lease.performing
+    if performing is None:
+        return ("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl)))
+    job_id, started = performing
+    since_ms = max(0, int((time.monotonic() - started) * 1000))
+    return ("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl), job_id, since_ms))
 
 
 def release_call(lease: Lease, acked: Sequence[str] = ()) -> tuple[str, ShardKeys, tuple[Any, ...]]:

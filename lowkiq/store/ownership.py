@@ -28,6 +28,9 @@ class ShardLease:
     thread: str | None
     taken_ms: int | None
     server: Member | None
+    # the id a take-ahead run performs now, as its server's last renewal told (docs/take-ahead.md); taken_ms
+    # is then when that perform started
+    performing: str | None = None
 
     @property
     def served(self) -> bool:
@@ -40,11 +43,11 @@ def shard_leases(client: Any, keys: QueueKeys, members: Iterable[Member]) -> tup
     pipe = client.pipeline(transaction=False)
     pipe.time()
     for shard in keys.shards():
-        pipe.hmget(shard.lease_hash, "state", "owner", "epoch", "expires_ms", "thread", "taken_ms")
+        pipe.hmget(shard.lease_hash, "state", "owner", "epoch", "expires_ms", "thread", "taken_ms", "performing")
     (seconds, micros), *rows = pipe.execute()
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     out = []
-    for index, (state, owner, epoch, expires, thread, taken) in enumerate(rows):
+    for index, (state, owner, epoch, expires, thread, taken, performing) in enumerate(rows):
         owner_id = owner.decode() if owner else None
         alive = state == b"held" and expires is not None and int(expires) >= now_ms
         out.append(ShardLease(
@@ -56,6 +59,7 @@ def shard_leases(client: Any, keys: QueueKeys, members: Iterable[Member]) -> tup
             thread=thread.decode() if thread else None,
             taken_ms=int(taken) if taken else None,
             server=by_id.get(owner_id) if alive and owner_id else None,
+            performing=performing.decode() if performing else None,
         ))
     return now_ms, out
 

@@ -68,4 +68,4 @@ def release_call(group: GroupKeys, members: Sequence[str]) -> Call:
 
 
 def untake_call(keys: ShardKeys, grant: str, ids: Sequence[str]) -> Call:
-    return ("untake", keys, (grant, *ids))
+    return ("untake", keys, (grant, "group", *ids))

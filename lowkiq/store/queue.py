@@ -6,7 +6,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from zlib import crc32
 
@@ -47,6 +47,8 @@ class Taken:
     suspect: bool = False
     # each job's group ("" for none), when the take was asked with group limits (docs/fairness.md)
     groups: list[str] | None = None
+    # the ids whose payloads could not be loaded: a take-ahead run fails those alone (docs/take-ahead.md)
+    poisoned: Mapping[str, Exception] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -295,6 +297,7 @@ class Queue:
         load_payload, load_error = self.load_payload, self.load_error
         jobs = []
         failure: Exception | None = None
+        poisoned: dict[str, Exception] = {}
         end = len(reply)
         groups = None
         if end > 1 and isinstance(reply[-1], list):  # asked with group limits: the taken ids' groups
@@ -311,7 +314,9 @@ class Queue:
             except Exception as exc:
                 # A poison payload must not stop the server: the batch fails and retries, then dies.
                 payloads = []
-                failure = failure or PayloadDecodeError(f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}")
+                poisoned[job_id] = PayloadDecodeError(
+                    f"payload of id {job_id!r} cannot be loaded: {type(exc).__name__}: {exc}")
+                failure = failure or poisoned[job_id]
             text, traceback = stored_error.load(err, load_error) if err else (None, None)
             jobs.append(
                 Job(
@@ -324,7 +329,7 @@ class Queue:
                 )
             )
         head = reply[0]
-        return Taken(jobs, float(head) if head is not None else None, failure, suspect, groups)
+        return Taken(jobs, float(head) if head is not None else None, failure, suspect, groups, poisoned)
 
     def fail(
         self,

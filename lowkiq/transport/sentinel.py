@@ -79,9 +79,9 @@ def discover_primary(target: SentinelTarget, timeout: float) -> tuple[str, int]:
         sentinel_kwargs["password"] = target.sentinel_password  # type: ignore[assignment]
     if target.sentinel_username is not None:
         sentinel_kwargs["username"] = target.sentinel_username  # type: ignore[assignment]
-    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_kwargs)  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=sentinel_kwargs)  # type: ignore[no-untyped-call,unused-ignore]
     try:
-        host, port = sentinel.discover_master(target.service)  # type: ignore[no-untyped-call]
+        host, port = sentinel.discover_master(target.service)  # type: ignore[no-untyped-call,unused-ignore]
     finally:
         for client in sentinel.sentinels:
             client.close()

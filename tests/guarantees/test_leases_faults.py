@@ -28,18 +28,24 @@ from server_support import records
 from timing_support import wait_until
 
 import lowkiq
+from lowkiq.store.id_history import TAKEN_AHEAD, IdHistories
 
 pytestmark = [pytest.mark.slow, pytest.mark.guarantee]
 
-def test_a_rolling_restart_under_load_runs_nothing_twice_and_loses_nothing(versions, r, redis_url, tmp_path):
+# Batches of two (the app's default), and batch_size 1 with quick performs: ids taken ahead (docs/take-ahead.md).
+SHAPES = {"batches": {}, "take-ahead": {"APP_BATCH_SIZE": "1", "APP_PERFORM_SECONDS": "0.002"}}
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_rolling_restart_under_load_runs_nothing_twice_and_loses_nothing(shape, versions, r, redis_url, tmp_path):
     shards = versions.shards_count
-    running = [server(tmp_path, redis_url, f"s{n}") for n in range(3)]
+    env = SHAPES[shape]
+    running = [server(tmp_path, redis_url, f"s{n}", **env) for n in range(3)]
     everyone = list(running)
     try:
         wait_until(lambda: settled(r, {p.pid for p in running}, shards), timeout=15)
         producer = Producer(versions).start()
         for round_ in range(3):
-            new = server(tmp_path, redis_url, f"new{round_}")
+            new = server(tmp_path, redis_url, f"new{round_}", **env)
             everyone.append(new)
             running.append(new)
             wait_until(lambda new=new: holdings(r).get(new.pid), timeout=15)  # it holds shards: it is serving
@@ -53,16 +59,26 @@ def test_a_rolling_restart_under_load_runs_nothing_twice_and_loses_nothing(versi
         assert report.performs > 100, report
         assert (report.lost, report.duplicates, report.overlaps, report.order) == (set(), set(), set(), set()), report
         assert restored_by_takeover(everyone) == []  # every shard was handed over, none taken over
+        assert taken_ahead(r, versions, enqueued) == (shape == "take-ahead")
     finally:
         stop_all(everyone)
 
 
-def test_kill_9_of_one_of_three_costs_only_its_in_flight_batches(versions, r, redis_url, tmp_path):
-    processes = [server(tmp_path, redis_url, f"s{n}", APP_PERFORM_SECONDS="0.05") for n in range(3)]
+@pytest.mark.parametrize("shape", SHAPES)
+def test_kill_9_of_one_of_three_costs_only_its_in_flight_batches(shape, versions, r, redis_url, tmp_path):
+    env = {"APP_PERFORM_SECONDS": "0.05", **SHAPES[shape]}
+    processes = [server(tmp_path, redis_url, f"s{n}", **env) for n in range(3)]
     try:
         kill_one_of_three(r, versions, processes, tmp_path)
     finally:
         stop_all(processes)
+
+
+def taken_ahead(r, worker, enqueued) -> bool:
+    """Whether the histories of the enqueued ids show a take-ahead run."""
+    histories = IdHistories(r, worker.keys())
+    return any(e.reason == TAKEN_AHEAD for job_id in sorted({i for i, _ in enqueued})
+               for e in histories.of(job_id).events)
 
 
 def test_a_process_paused_past_its_lease_is_fenced_when_it_resumes(versions, r, redis_url, tmp_path):

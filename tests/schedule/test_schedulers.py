@@ -155,9 +155,10 @@ def counting_links(monkeypatch) -> None:
     monkeypatch.setattr(Link, "send", send)
 
 
-def drain_with_one_thread(runtime, shards, expected, pooled: bool = False) -> tuple[int, int]:
-    """Run one server thread until ``expected`` ids are done; (round trips, batches). ``pooled``: the thread
-    checks the shards out of a pool (the default server), its probes through the pool's connection."""
+def drain_with_one_thread(runtime, shards, expected, pooled: bool = False, take_ahead: int = 1) -> tuple[int, int]:
+    """Run one server thread until ``expected`` ids are done; (round trips, ids performed). ``pooled``: the thread
+    checks the shards out of a pool (the default server), its probes through the pool's connection;
+    ``take_ahead``: the worker's (1: a batch of one id per take)."""
     done = []
 
     class Counting(Blank):
@@ -167,6 +168,8 @@ def drain_with_one_thread(runtime, shards, expected, pooled: bool = False) -> tu
             done.extend(payloads_by_id)
             if len(done) >= expected:
                 stop.set()
+
+    Counting.take_ahead = take_ahead
 
     stop = threading.Event()
     pool = redis.BlockingConnectionPool.from_url(runtime.redis_url, max_connections=2,
@@ -200,3 +203,19 @@ def test_round_trips_per_batch(configure, monkeypatch, scheduler, extra, pooled)
     # One ack+take per batch. lag adds a probe per poll interval (and one script load);
     # seq also pays for takes on shards that ran dry before the others.
     assert batches <= trips <= batches * (1 + extra), (trips, batches)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pooled", [True, False], ids=["pool", "pinned"])
+@pytest.mark.parametrize("scheduler, extra", [("lag", 0.03), ("seq", 0.25)])
+def test_ids_taken_ahead_cost_a_round_trip_per_16_ids(configure, monkeypatch, scheduler, extra, pooled):
+    runtime = configure(workers=[Blank], build_scheduler=scheduler, poll_interval=0.05)
+    counting_links(monkeypatch)
+    runtime.clock = __import__("time").time
+    Blank.perform_async([{"id": i} for i in range(1000)])
+    shards = [Shard(Blank, i) for i in range(Blank.shards_count)]
+    trips, performed = drain_with_one_thread(runtime, shards, 1000, pooled, take_ahead=16)
+    assert performed == 1000
+    # Each shard: a first take of one id (the worker's pace is not known yet), then 16 at a time, the last
+    # partly, and one that finds the shard dry.
+    assert 1000 / 16 <= trips <= (1000 / 16 + 3 * len(shards)) * (1 + extra), trips

@@ -159,7 +159,7 @@ def test_restore_takeover_untake_and_the_crash_morgue_count_their_ids_back(r):
         assert restore(q, lease) == 1
         assert counted(r, Tenants) == {"A": 6}
         taken = take(Tenants, shard, limit=2)
-        assert lua.run(q.client, "untake", lease.keys, (lease.grant, *taken)) == len(taken)
+        assert lua.run(q.client, "untake", lease.keys, (lease.grant, "group", *taken)) == len(taken)
         assert counted(r, Tenants) == {"A": 6}
         taken = take(Tenants, shard, limit=2)
         r.hset(lease.keys.lease_hash, "expires_ms", 0)  # its holder stopped renewing

@@ -167,10 +167,33 @@ def test_the_hot_path_runs_a_fixed_number_of_redis_commands_per_job(r):
 
 # What one ack + take of one job runs inside its script: Redis's clock (TIME), the lease check (HMGET), one
 # probe for the rare structures (EXISTS), the ack (HDEL processing, HINCRBY processed), the take
-# (ZRANGE by rank one past the batch, which also gives the next head; HGET payloads; HSET processing; ZREM
+# (ZRANGE by rank one past the batch, which also gives the next head; HMGET payloads; HSET processing; ZREM
 # from the due and id indexes; HDEL payloads), the lease's renewal (HSET) and the ids' history (one XADD
 # for the ack and the take together).
 HOT_PATH_COMMANDS_PER_JOB: dict[str, float] = {
-    "exists": 1.0, "hdel": 2.0, "hget": 1.0, "hincrby": 1.0, "hmget": 1.0, "hset": 2.0, "time": 1.0,
+    "exists": 1.0, "hdel": 2.0, "hincrby": 1.0, "hmget": 2.0, "hset": 2.0, "time": 1.0,
     "xadd": 1.0, "zrange": 1.0, "zrem": 2.0,
 }
+
+
+def test_a_take_ahead_call_runs_the_commands_of_a_take_of_one_for_16_jobs(r):
+    """Take-ahead (docs/take-ahead.md): the same commands as a take of one id, whatever the number of ids."""
+    OrdersWorker.perform_async([{"id": f"j{i}", "payload": i} for i in range(600)])
+    q = queue()
+    leases = [held_lease(q, shard) for shard in range(OrdersWorker.shards_count)]
+    in_hand = {id(lease): [job.id for job in q.ack_and_take(None, (lease, -16)).jobs] for lease in leases}
+    r.config_resetstat()
+    jobs = 0
+    for lease in leases:
+        acked = in_hand[id(lease)]
+        for _ in range(5):
+            taken = q.ack_and_take((lease, acked), (lease, -16))
+            acked = [job.id for job in taken.jobs]
+            assert len(acked) == 16
+            jobs += 16
+    stats = r.info("commandstats")
+    inside = {name.removeprefix("cmdstat_"): int(s["calls"]) for name, s in stats.items()
+              if name != "cmdstat_evalsha" and not name.startswith("cmdstat_config")}
+    assert int(stats["cmdstat_evalsha"]["calls"]) == 3 * 5
+    assert {name: calls / 15 for name, calls in sorted(inside.items())} == HOT_PATH_COMMANDS_PER_JOB
+    assert sum(inside.values()) / jobs == sum(HOT_PATH_COMMANDS_PER_JOB.values()) / 16

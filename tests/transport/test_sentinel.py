@@ -9,7 +9,6 @@ import uuid
 import pytest
 import redis
 from queue_support import held_lease
-from redis_sentinel import SERVICE
 from timing_support import wait_until
 
 import lowkiq

@@ -1,6 +1,7 @@
 -- The hot path: acknowledge the shard's finished batch and take its next one, in one step.
 -- Fenced: only the holder of the shard's lease may do it, and doing it renews the lease.
--- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack), ARGV[3] = grant,
+-- ARGV[1] = now ('' : the Redis server's clock), ARGV[2] = how many ids to take (0: only ack; -K: up to K ids
+-- taken ahead, docs/take-ahead.md: one while the shard holds crash counts), ARGV[3] = grant,
 -- ARGV[4] = lease ttl in ms, ARGV[5] = the taking thread's name, ARGV[6] = the worker's history_length
 -- ('' : the one the shard's holder wrote), ARGV[7..] = ids to acknowledge
 -- Returns {next perform_in in the queue or false, id, record, ...}, where a job's record is the one it keeps in
@@ -32,6 +33,13 @@ if refused then return refused end
 local rare = redis.call('EXISTS', K_RETRIES, K_ERRORS, K_CRASHES, K_GROUP_OF, K_GROUPS, K_FIRST, K_TAGS_OF,
   K_DEP_WATCH) > 0
 local any_crashes = rare and redis.call('EXISTS', K_CRASHES) == 1
+-- Taken ahead, the ids are performed one at a time: a crash of their server is charged to every id left in
+-- processing (acquire.lua), so while the shard holds crash counts an id is taken alone.
+local ahead = limit < 0
+if ahead then limit = any_crashes and 1 or -limit end
+-- The id of a take-ahead run its holder said it performs (renew.lua): the run is over once acknowledged or
+-- another is taken.
+if LEASE.performing and (limit ~= 0 or #ARGV >= 7) then redis.call('HDEL', K_LEASE, 'performing') end
 local acked = acknowledge(7, any_crashes, rare and redis.call('EXISTS', K_GROUP_OF) == 1, rare)
 if rare then depend_settled(acked, true) end
 local history = history_length(ARGV[6])
@@ -201,6 +209,14 @@ if limit > 0 then
     local any_errors = rare and redis.call('EXISTS', K_ERRORS) == 1
     local suspect = false
     local ids, processing = {}, {}
+    -- Every payload in one read (or one per CHUNK ids): a take of several ids pays one call, not one each.
+    local wanted = {}
+    for i = 1, #ready, 2 do wanted[#wanted + 1] = ready[i] end
+    local stored = {}
+    for i = 1, #wanted, CHUNK do
+      local part = redis.call('HMGET', K_PAYLOADS, unpack(wanted, i, math.min(i + CHUNK - 1, #wanted)))
+      for j = 1, #part do stored[#stored + 1] = part[j] end
+    end
     for i = 1, #ready, 2 do
       local id, perform_in = ready[i], ready[i + 1]
       local retry_count = -1
@@ -209,7 +225,7 @@ if limit > 0 then
       end
       local err = false
       if any_errors then err = redis.call('HGET', K_ERRORS, id) end
-      local payloads = redis.call('HGET', K_PAYLOADS, id)
+      local payloads = stored[(i + 1) / 2]
       if spilled_count(payloads) then
         payloads = encode((spill_read(id)))
         spill_remove(id)
@@ -263,6 +279,6 @@ elseif not head_known then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
 end
-if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}) end
+if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}, ahead and taken ~= nil and #taken > 1) end
 out[1] = head or false
 return out

@@ -78,7 +78,7 @@ local epoch = redis.call('HINCRBY', K_LEASE, 'epoch', 1)
 redis.call('HSET', K_LEASE, 'state', 'held', 'owner', member, 'grant', grant,
   'cfg_epoch', string.format('%.0f', cfg_epoch), 'fence', string.format('%.0f', fence),
   'expires_ms', now_ms + ttl, 'acquired_ms', now_ms)
-redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')
+redis.call('HDEL', K_LEASE, 'thread', 'taken_ms', 'performing')
 if #records > 0 then
   -- the new holder's entry, as history_held() writes one (no thread of it has taken a batch yet)
   history_add(history_length(), 'over', { member, string.format('%.0f:%.0f', cfg_epoch, fence), false,

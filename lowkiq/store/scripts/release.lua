@@ -10,5 +10,5 @@ depend_settled(acked, true)
 local ids = restore_processing()
 if #acked > 0 or #ids > 0 then history_held(history_length(), 'rel', nil, acked, ids) end
 redis.call('HSET', K_LEASE, 'state', 'released', 'expires_ms', 0)
-redis.call('HDEL', K_LEASE, 'thread', 'taken_ms')
+redis.call('HDEL', K_LEASE, 'thread', 'taken_ms', 'performing')
 return #ids
