@@ -41,7 +41,7 @@ STEPS = (
     ("the ack: one EXISTS for the rare keys, HDEL, HINCRBY", "local fair = false"),
     ("the due ids and the next head: ZRANGE by rank", "  if #ready > 0 then\n    local any_retries"),
     ("each job: its payloads (one HMGET for the batch), its record", "    call_chunked('HSET', K_PROCESSING"),
-    ("the move: HSET processing, ZREM ready and lex, HDEL payloads", "    -- the thread and the history length"),
+    ("the move: HSET processing, ZREMRANGEBYRANK ready, ZREM lex, HDEL payloads", "    -- the thread and the history length"),
     ("the lease renewed: HSET", "if taken or #acked > 0 then history_held"),
 )
 CUT = "do return {false, '0', ''} end\n"

@@ -239,7 +239,9 @@ if limit > 0 then
       out[#out + 1] = record
     end
     call_chunked('HSET', K_PROCESSING, processing, 2)
-    call_chunked('ZREM', K_READY, ids, 1)
+    -- The rotation took its ids out of K_READY one by one; otherwise they are the first #ids by rank (the due
+    -- prefix read above), removed by rank without looking each one up.
+    if not fair then redis.call('ZREMRANGEBYRANK', K_READY, 0, #ids - 1) end
     call_chunked('ZREM', K_LEX, ids, 1)
     call_chunked('HDEL', K_PAYLOADS, ids, 1)
     if any_retries then
