@@ -151,17 +151,23 @@ def per_call(url: str, client: Any, source: str, jobs: int, batch: int = 1) -> f
         return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
 
 
-def cuts() -> list[tuple[str, str]]:
-    """(what the step adds, the hot script cut after it), from the call alone to the whole script."""
-    source = lua.script("ack_and_take").source
-    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + CUT)]
-    for label, anchor in STEPS:
+def script_cuts(name: str, steps: tuple[tuple[str, str], ...], cut: str, last: str) -> list[tuple[str, str]]:
+    """(what the step adds, script ``name`` cut after it), from the call alone to the whole script, whose last
+    step is ``last``."""
+    source = lua.script(name).source
+    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + cut)]
+    for label, anchor in steps:
         at = source.find(anchor)
         if at < 0:
-            raise RuntimeError(f"ack_and_take.lua no longer has the line {anchor!r}: update STEPS in {__name__}")
-        out.append((label, source[:at] + CUT + source[at:]))
-    out.append(("the history entry: XADD", source))
+            raise RuntimeError(f"{name}.lua no longer has the line {anchor!r}: update its steps in {__name__}")
+        out.append((label, source[:at] + cut + source[at:]))
+    out.append((last, source))
     return out
+
+
+def cuts() -> list[tuple[str, str]]:
+    """The hot script's cuts (``script_cuts``)."""
+    return script_cuts("ack_and_take", STEPS, CUT, "the history entry: XADD")
 
 
 def steps(url: str, client: Any, jobs: int, runs: int, batch: int = 1) -> dict[str, Any]:
@@ -195,16 +201,8 @@ PUSH_CUT = "do return {0, 0} end\n"
 
 
 def push_cuts() -> list[tuple[str, str]]:
-    """(what the step adds, push.lua cut after it), from the call alone to the whole script."""
-    source = lua.script("push").source
-    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + PUSH_CUT)]
-    for label, anchor in PUSH_STEPS:
-        at = source.find(anchor)
-        if at < 0:
-            raise RuntimeError(f"push.lua no longer has the line {anchor!r}: update PUSH_STEPS in {__name__}")
-        out.append((label, source[:at] + PUSH_CUT + source[at:]))
-    out.append(("the wake-up: PUBLISH when the shard had no earlier job", source))
-    return out
+    """push.lua's cuts (``script_cuts``)."""
+    return script_cuts("push", PUSH_STEPS, PUSH_CUT, "the wake-up: PUBLISH when the shard had no earlier job")
 
 
 def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_call: int,
