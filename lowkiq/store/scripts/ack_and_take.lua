@@ -94,7 +94,7 @@ if fair then
     return redis.call('ZRANGE', K_READY, hi, hi)[1]
   end
 
-  -- A group's oldest queued id and its perform_in (as Redis wrote it), or nil when it has none.
+  -- A group's oldest queued id and its perform_in (as Redis wrote it, in either unit), or nil when it has none.
   local function group_head(group)
     local id
     if group == '' then
@@ -121,7 +121,7 @@ if fair then
         redis.call('ZREM', K_GROUPS, group)
         redis.call('HDEL', K_GTURNS, group)
       else
-        local at = tonumber(perform_in)
+        local at = secs(perform_in)
         local turn = redis.call('HGET', K_GTURNS, group)
         if turn then at = math.max(at, tonumber(turn)) end
         if at <= score then return group, score, id, perform_in end
@@ -143,7 +143,7 @@ if fair then
       if not group then break end
       if blocked and blocked[group] then
         skip = skip + 1  -- at its limit: it keeps its place, the next group goes
-      elseif tonumber(perform_in) > now then
+      elseif secs(perform_in) > now then
         skip = skip + 1  -- its turn came, its job did not: the next group may be due
       else
         ready[#ready + 1] = id
@@ -166,7 +166,7 @@ if fair then
       local group, score, _, perform_in = group_at(rank, 16)
       if not group then return nil end
       if not (blocked and blocked[group]) then
-        if tonumber(perform_in) <= now then score = math.min(score, now) end
+        if secs(perform_in) <= now then score = math.min(score, now) end
         return num(score)
       end
     end
@@ -189,19 +189,47 @@ if limit > 0 then
     -- than it takes.
     local RANK_READ = 16
     local first
+    local us = us_mode()
+    local now_us = now * 1000000
     if limit <= RANK_READ then
       first = redis.call('ZRANGE', K_READY, 0, limit, 'WITHSCORES')
       head_known = #first <= 2 * limit  -- the whole queue: nothing is left past it
     else
-      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', us and now_us or now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
     end
     ready = {}
+    local waiting = nil  -- a seconds score not due yet, where microsecond ones behind it may be
     for i = 1, #first, 2 do
-      if i > 2 * limit or tonumber(first[i + 1]) > now then
+      if i > 2 * limit then
         head, head_known = first[i + 1], true
         break
       end
+      local score = tonumber(first[i + 1])
+      -- each score compared in its own unit, so that none is taken early (_lib.lua, US_AT)
+      if score >= US_AT then
+        if score > now_us then
+          head, head_known = first[i + 1], true
+          break
+        end
+      elseif score > now then
+        head, head_known = first[i + 1], true
+        if us then waiting = score end
+        break
+      end
       ready[i], ready[i + 1] = first[i], first[i + 1]
+    end
+    if waiting then
+      -- Seconds sort before microseconds: a seconds job an older producer scheduled later must not hold
+      -- back the due ones written in microseconds. Rare (seconds are converted by the migration), bounded.
+      local want = limit - #ready / 2
+      local more = redis.call('ZRANGEBYSCORE', K_READY, US_AT, '+inf', 'WITHSCORES', 'LIMIT', 0, want + 1)
+      for i = 1, #more, 2 do
+        if i > 2 * want or tonumber(more[i + 1]) > now_us then
+          if tonumber(more[i + 1]) / 1000000 < waiting then head = more[i + 1] end
+          break
+        end
+        ready[#ready + 1], ready[#ready + 2] = more[i], more[i + 1]
+      end
     end
   end
   if #ready > 0 then
@@ -231,7 +259,7 @@ if limit > 0 then
         spill_remove(id)
       end
       if any_crashes and not suspect then suspect = redis.call('HEXISTS', K_CRASHES, id) == 1 end
-      local record = cmsgpack.pack(retry_count, tonumber(perform_in), err) .. payloads
+      local record = cmsgpack.pack(retry_count, secs(perform_in), err) .. payloads
       ids[#ids + 1] = id
       processing[#processing + 1] = id
       processing[#processing + 1] = record
@@ -278,7 +306,14 @@ if fair then
 elseif not head_known then
   local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
   if #first > 0 then head = first[2] end
+  if head and tonumber(head) < US_AT and us_mode() then
+    -- a seconds score first: the earliest microseconds one may still be earlier
+    local micro = redis.call('ZRANGEBYSCORE', K_READY, US_AT, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if #micro > 0 and secs(micro[2]) < tonumber(head) then head = micro[2] end
+  end
 end
+-- the server reads seconds
+if head and tonumber(head) >= US_AT then head = num(secs(head)) end
 if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}, ahead and taken ~= nil and #taken > 1) end
 out[1] = head or false
 return out
