@@ -195,7 +195,7 @@ if limit > 0 then
       first = redis.call('ZRANGE', K_READY, 0, limit, 'WITHSCORES')
       head_known = #first <= 2 * limit  -- the whole queue: nothing is left past it
     else
-      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', us and now_us or now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', us and us_text(now) or now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
     end
     ready = {}
     local waiting = nil  -- a seconds score not due yet, where microsecond ones behind it may be
