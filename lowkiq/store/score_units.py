@@ -31,8 +31,8 @@ def cluster_reads_us(members: Iterable[Any]) -> bool:
     return bool(members) and all(getattr(m, "scores", "") == CAPABILITY for m in members)
 
 
-def migrate_call(keys: ShardKeys, chunk: int = CHUNK) -> lua.Call:
-    return ("scores_migrate", keys, (chunk,))
+def migrate_call(keys: ShardKeys, chunk: int | None = None) -> lua.Call:
+    return ("scores_migrate", keys, (chunk or CHUNK,))
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ def step_of(reply: Any) -> Step:
 
 
 def layout_of(client: Any, keys: ShardKeys) -> tuple[int, bool]:
-    """A shard's layout version (1 when none was recorded) and whether its writers write microseconds."""
+    """A shard's layout version (1 when none was recorded; 2 once a server of a version with retried ids' own
+    index acquired it, acquire.lua; 3 once migrated) and whether its writers write microseconds."""
     [(layout, scores)] = client.pipeline_commands([(keys.lease_hash, ("HMGET", keys.lease_hash, "layout", "scores"))])
     return int(layout or 1), (scores == b"us" or scores == "us")
