@@ -103,6 +103,24 @@ def test_a_seconds_job_not_yet_due_neither_runs_early_nor_holds_back_due_microse
     assert result.next_perform_in == pytest.approx(now + 120, abs=1e-3)
 
 
+@pytest.mark.parametrize("limit", [1, 2, 50])
+def test_after_a_full_batch_the_next_head_is_a_due_microseconds_job_not_a_later_seconds_one(r, limit, clock):
+    """The take stops at its batch size; the head it answers is what the server waits for."""
+    *early, later, due = same_shard_ids(limit + 2, "full")
+    microseconds(later)
+    now = clock.now
+    for job_id in early:
+        old_producer_push(r, job_id, now - 1)
+    old_producer_push(r, later, now + 300)
+    OrdersWorker.perform_async([{"id": due, "perform_in": now - 0.5}])
+    q = queue()
+    lease = held_lease(q, q.shard_of(later))
+    result = q.ack_and_take(None, (lease, limit))
+    assert sorted(job.id for job in result.jobs) == sorted(early)
+    assert result.next_perform_in == pytest.approx(now - 0.5, abs=1e-3)
+    assert [job.id for job in q.ack_and_take(None, (lease, limit)).jobs] == [due]
+
+
 @pytest.mark.parametrize("limit", [1, 50])
 def test_a_due_seconds_job_runs_and_a_later_microseconds_one_waits(r, limit, clock):
     old, new = same_shard_ids(2, "mixed2")

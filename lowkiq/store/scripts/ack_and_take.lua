@@ -222,14 +222,8 @@ if limit > 0 then
       -- Seconds sort before microseconds: a seconds job an older producer scheduled later must not hold
       -- back the due ones written in microseconds. Rare (seconds are converted by the migration), bounded.
       local want = limit - #ready / 2
-      local more = redis.call('ZRANGEBYSCORE', K_READY, US_AT, '+inf', 'WITHSCORES', 'LIMIT', 0, want + 1)
-      for i = 1, #more, 2 do
-        if i > 2 * want or tonumber(more[i + 1]) > now_us then
-          if tonumber(more[i + 1]) / 1000000 < waiting then head = more[i + 1] end
-          break
-        end
-        ready[#ready + 1], ready[#ready + 2] = more[i], more[i + 1]
-      end
+      local more = redis.call('ZRANGEBYSCORE', K_READY, US_AT, us_text(now), 'WITHSCORES', 'LIMIT', 0, want)
+      for i = 1, #more, 2 do ready[#ready + 1], ready[#ready + 2] = more[i], more[i + 1] end
     end
   end
   if #ready > 0 then
@@ -303,11 +297,14 @@ end
 
 if fair then
   head = fair_head()
-elseif not head_known then
-  local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
-  if #first > 0 then head = first[2] end
+else
+  if not head_known then
+    local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+    if #first > 0 then head = first[2] end
+  end
   if head and tonumber(head) < US_AT and us_mode() then
-    -- a seconds score first: the earliest microseconds one may still be earlier
+    -- a seconds score first (an older producer's, or one the migration has not reached): the earliest
+    -- microseconds one may still be earlier, and the server waits for the head
     local micro = redis.call('ZRANGEBYSCORE', K_READY, US_AT, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     if #micro > 0 and secs(micro[2]) < tonumber(head) then head = micro[2] end
   end

@@ -48,6 +48,7 @@ end
 -- One slot per distinct id (most calls hold each id once): its due time and first pair, and
 -- further pairs of the same id in `more`.
 local now_text = num(now)
+local now_us = us_mode() and us_text(now)  -- a shard written in integer microseconds (_lib.lua): now, formatted once
 local index, ids, due, blobs, more, groups = {}, {}, {}, {}, {}, {}
 for i = 1, #jobs, 4 do
   local id, perform_in, blob = jobs[i], jobs[i + 1], jobs[i + 2]
@@ -269,7 +270,7 @@ for c = 1, #ids, CHUNK do
       local at = due[n]
       local when = at == now_text and now or tonumber(at)
       if earliest == nil or when < earliest then earliest = when end
-      ready_args[#ready_args + 1] = us_mode() and us_text(when) or at
+      ready_args[#ready_args + 1] = now_us and (at == now_text and now_us or us_text(when)) or at
       ready_args[#ready_args + 1] = id
       lex_args[#lex_args + 1] = 0
       lex_args[#lex_args + 1] = id
