@@ -64,13 +64,14 @@ class Side:
         return {**env, **FAST_LEASES, "PYTHONPATH": str(self.tree), "LOWKIQ_REDIS_URL": redis_url,
                 "APP_RECORD_DIR": str(records), "UPGRADE_SIDE": self.name}
 
-    def server(self, tmp: Path, redis_url: str) -> ServerProcess:
+    def server(self, tmp: Path, redis_url: str, **env: str) -> ServerProcess:
         records = tmp / "records"
         records.mkdir(exist_ok=True)
         log_path = tmp / f"server-{self.name}.log"
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:
             process = subprocess.Popen([sys.executable, "-c", LOWKIQ, "-r", str(APP)], cwd=tmp,
-                                       env=self.env(redis_url, records), stdout=log, stderr=subprocess.STDOUT)
+                                       env={**self.env(redis_url, records), **env}, stdout=log,
+                                       stderr=subprocess.STDOUT)
         return ServerProcess(process, log_path)
 
     def producer(self, tmp: Path, redis_url: str, prefix: str, count: int, seconds: float, later: float,

@@ -15,6 +15,8 @@ from recorder import record
 import lowkiq
 
 SIDE = os.environ.get("UPGRADE_SIDE", "")
+# Seconds each perform sleeps after recording: a server killed meanwhile leaves its batch in processing.
+SLEEP = float(os.environ.get("UPGRADE_SLEEP", "0"))
 
 
 class Upgrade(lowkiq.Worker):
@@ -28,6 +30,8 @@ class Upgrade(lowkiq.Worker):
         for job_id, payloads in payloads_by_id.items():
             for payload in payloads if isinstance(payloads, list) else [payloads]:
                 record("perform", id=job_id, n=payload["n"], due=payload["due"], at=started, side=SIDE)
+        if SLEEP:
+            time.sleep(SLEEP)
 
 
 lowkiq.configure(workers=[Upgrade])

@@ -83,6 +83,31 @@ def test_a_queue_the_previous_version_wrote_is_migrated_in_place_and_drained(tmp
     assert all(abs(score / 1e6 - time.time()) < 300 for score in dead_after)
 
 
+def test_jobs_a_killed_server_of_the_previous_version_left_in_processing_run_on_the_new_one(tmp_path, redis_url, r):
+    with previous_tree(tmp_path) as tree:
+        old = Side("old", tree)
+        produced = old.produced(old.producer(tmp_path, redis_url, "k", 600, 0.2, later=4))
+        server = old.server(tmp_path, redis_url, UPGRADE_SLEEP="60")  # its batches never end
+        try:
+            wait_until(lambda: sum(r.hlen(s.processing_hash) for s in KEYS.shards()) >= 5, timeout=30)
+        finally:
+            server.kill()  # kill -9: its batches stay in processing, their records written in seconds
+    in_flight = {run["n"] for run in performed(tmp_path)}
+    assert in_flight
+    wanted = expected(produced)
+    new = Side("new", ROOT).server(tmp_path, redis_url)
+    try:
+        wait_until(lambda: {run["n"] for run in performed(tmp_path) if run["side"] == "new"} >= set(wanted),
+                   timeout=90)
+        wait_until(lambda: migrated(r) and seconds_scores(r) == 0, timeout=30)
+    finally:
+        assert new.stop() == 0, new.log()[-3000:]
+    runs = check_drained(tmp_path, wanted)
+    again = [run for run in runs if run["side"] == "new" and run["n"] in in_flight]
+    assert {run["n"] for run in again} == in_flight  # the killed batches ran again, on the new server
+    assert sum(r.hlen(s.processing_hash) for s in KEYS.shards()) == 0
+
+
 def test_a_rolling_deploy_under_load_loses_nothing_and_runs_nothing_early(tmp_path, redis_url, r):
     with previous_tree(tmp_path) as tree:
         old, new = Side("old", tree), Side("new", ROOT)
