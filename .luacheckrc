@@ -61,4 +61,6 @@ for _, library in ipairs(libraries) do
   }
   everything[#everything + 1] = defined[library]
 end
+-- rare(): lowkiq.store.lua writes it for a script that names rare definitions (a `--#rare` line)
+everything[#everything + 1] = { "rare" }
 files["lowkiq/store/scripts/*.lua"] = { read_globals = globals((unpack or table.unpack)(everything)) }

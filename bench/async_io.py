@@ -11,7 +11,10 @@ bench/apps/async_io.py), arq (``max_jobs`` 200), saq (``concurrency`` 200) and t
 
 Reported per contender and round: versions applied out of order, ids left at an older version, seconds from
 the first version sent to the last applied, jobs/s (versions over those seconds), and how long the producer
-took to send. ``--smoke`` runs 300 versions over 30 ids.
+took to send. ``--smoke`` runs 300 versions over 30 ids. ``--batch N`` sends the versions N at a time: lowkiq's
+producer in one ``perform_async`` call of N jobs (its bulk enqueue), the peers' as N sends awaited together with
+``asyncio.gather`` (none of arq, saq, taskiq has a bulk enqueue); a burst's versions of one id may then reach a
+peer's queue in any order.
 """
 
 from __future__ import annotations
@@ -53,13 +56,17 @@ def produce_versions(path: str) -> None:
     runtime = lowkiq.configure(workers=[worker], redis_url=os.environ["BENCH_REDIS_URL"])
     try:
         send_versions(lambda job_id, version, work: worker.perform_async(
-            [{"id": job_id, "payload": {"v": version, "w": work}, "score": version}]), path)
+            [{"id": job_id, "payload": {"v": version, "w": work}, "score": version}]), path,
+            lambda batch: worker.perform_async([{"id": job_id, "payload": {"v": version, "w": work}, "score": version}
+                                                for job_id, version, work in batch]))
     finally:
         runtime.close()
 
 
-def table(outcomes: dict[Contender, list[Outcome]], total: int, ids: int, rounds: int) -> str:
-    lines = [f"{total:,} versions over {ids:,} ids (Zipf-like), each job awaiting {WORK_MS:.0f} ms, sent one by one "
+def table(outcomes: dict[Contender, list[Outcome]], total: int, ids: int, rounds: int, batch: int = 1) -> str:
+    sending = "sent one by one" if batch == 1 else (f"sent {batch} at a time (lowkiq: one perform_async call; the "
+                                                    f"peers: {batch} sends awaited together)")
+    lines = [f"{total:,} versions over {ids:,} ids (Zipf-like), each job awaiting {WORK_MS:.0f} ms, {sending} "
              f"while the worker runs; {rounds} round(s), the contenders' order reversed every other round; every "
              "round's figures",
              "",
@@ -81,14 +88,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", default="", help="contenders by name, e.g. lowkiq,arq (default all)")
     parser.add_argument("--smoke", action="store_true", help="300 versions over 30 ids: only checks that it works")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="the producers send this many versions at a time: lowkiq in one perform_async call, "
+                             "the peers (no bulk enqueue) as that many sends awaited together (default 1: one by one)")
     args = parser.parse_args(argv)
+    os.environ["BENCH_PRODUCER_BATCH"] = str(args.batch)  # read by every producer (bench/peers/marks.py)
     total, ids = (300, 30) if args.smoke else (args.versions, args.ids)
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     chosen = [c for c in CONTENDERS if not wanted or c.name in wanted]
     sent = [(job_id, version, WORK_MS) for job_id, version, _ in versions(total, ids)]
     outcomes = run_rounds(chosen, sent, args.rounds)
     print()
-    print(table(outcomes, total, ids, args.rounds))
+    print(table(outcomes, total, ids, args.rounds, args.batch))
     if disordered(outcomes):
         return 1
     log("median jobs/s: " + ", ".join(f"{c.name} {statistics.median(total / o.seconds for o in runs):,.0f}"

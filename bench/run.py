@@ -27,17 +27,29 @@ SAVED = Path(__file__).resolve().parent / "results"
 
 
 def items() -> dict[int, Callable[[Sizes, Options], ItemResult]]:
-    from .items import baseline, ceiling, cluster, console, cores, events, memory, merging, others, throughput
+    from .items import (
+        baseline,
+        ceiling,
+        cluster,
+        console,
+        cores,
+        events,
+        memory,
+        merging,
+        others,
+        take_ahead,
+        throughput,
+    )
 
     return {1: throughput.item1, 2: throughput.item2, 3: merging.run, 4: others.run, 5: memory.run, 6: console.run,
             7: baseline.run, 8: cluster.run, 9: events.run, 10: cores.run, 11: console.run_at_10x,
-            12: ceiling.run}
+            12: ceiling.run, 13: take_ahead.run}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes, under a minute, no verdicts (CI)")
-    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12", help="items to run, e.g. 1,2 (default all)")
+    p.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10,11,12,13", help="items to run, e.g. 1,2 (default all)")
     p.add_argument("--runs", type=int, help="timed runs per measurement (default 3; smoke 1)")
     p.add_argument("--others-runs", type=int, help="item 4: rounds of pairs, lowkiq and each peer (default 1)")
     p.add_argument("--peer-jobs", type=int, help="item 4: jobs each peer drains (default 100,000: RQ's SimpleWorker "

@@ -3,12 +3,20 @@ shard as fast as it can on a warm Redis, and ``INFO commandstats`` says what eac
 
     python -m bench.script_cost [--jobs 20000] [--batch 1]
     python -m bench.script_cost --steps [--jobs 4000] [--runs 3] [--batch -16]
+    python -m bench.script_cost --push-steps [--calls 3000] [--ids-per-call 10] [--shards 1000] [--runs 3]
+    python -m bench.script_cost --push-before REV [--ids-per-call 1] [--ids 1000] [--shards 1000] [--pairs 6]
 
 ``--steps`` says where a call's time goes: the hot script is run cut after each of its steps (each cut
 returns at once, on fresh queues of the same shape), so a step costs the difference between two cuts;
 and the floor: a script that runs the same Redis commands as one take and ack at batch 1 and nothing
 else, which is what any script keeping this data layout pays. ``--batch -16`` is a take-ahead call of 16
 ids (docs/take-ahead.md): the steps are then per call of 16 jobs (the floor stays batch 1's).
+
+``--push-steps`` does the same for the producer's script, push.lua: each call enqueues ``--ids-per-call`` new ids
+into one shard, as ``perform_async`` packs them (``--ids-per-call 1`` is a one-job ``perform_async``); with
+``--shards 1000`` the calls are those of ``perform_async`` calls of 1,000 × ``--ids-per-call`` jobs into 1,000 shards
+(10: issue 39's 10,000 jobs into 1,000 shards). ``--push-before REV`` runs push.lua as it was at git revision REV
+(assembled from REV's script and library files) and today's on the same calls, in alternating turns.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ STEPS = (
     ("the ack: one EXISTS for the rare keys, HDEL, HINCRBY", "local fair = false"),
     ("the due ids and the next head: ZRANGE by rank", "  if #ready > 0 then\n    local any_retries"),
     ("each job: its payloads (one HMGET for the batch), its record", "    call_chunked('HSET', K_PROCESSING"),
-    ("the move: HSET processing, ZREM ready and lex, HDEL payloads", "    -- the thread and the history length"),
+    ("the move: HSET processing, ZREMRANGEBYRANK ready, ZREM lex, HDEL payloads", "    -- the thread and the history length"),
     ("the lease renewed: HSET", "if taken or #acked > 0 then history_held"),
 )
 CUT = "do return {false, '0', ''} end\n"
@@ -143,17 +151,23 @@ def per_call(url: str, client: Any, source: str, jobs: int, batch: int = 1) -> f
         return float(client.info("commandstats")["cmdstat_evalsha"]["usec_per_call"])
 
 
-def cuts() -> list[tuple[str, str]]:
-    """(what the step adds, the hot script cut after it), from the call alone to the whole script."""
-    source = lua.script("ack_and_take").source
-    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + CUT)]
-    for label, anchor in STEPS:
+def script_cuts(name: str, steps: tuple[tuple[str, str], ...], cut: str, last: str) -> list[tuple[str, str]]:
+    """(what the step adds, script ``name`` cut after it), from the call alone to the whole script, whose last
+    step is ``last``."""
+    source = lua.script(name).source
+    out = [("the call: EVALSHA, its keys and arguments", lua_prelude() + cut)]
+    for label, anchor in steps:
         at = source.find(anchor)
         if at < 0:
-            raise RuntimeError(f"ack_and_take.lua no longer has the line {anchor!r}: update STEPS in {__name__}")
-        out.append((label, source[:at] + CUT + source[at:]))
-    out.append(("the history entry: XADD", source))
+            raise RuntimeError(f"{name}.lua no longer has the line {anchor!r}: update its steps in {__name__}")
+        out.append((label, source[:at] + cut + source[at:]))
+    out.append((last, source))
     return out
+
+
+def cuts() -> list[tuple[str, str]]:
+    """The hot script's cuts (``script_cuts``)."""
+    return script_cuts("ack_and_take", STEPS, CUT, "the history entry: XADD")
 
 
 def steps(url: str, client: Any, jobs: int, runs: int, batch: int = 1) -> dict[str, Any]:
@@ -169,13 +183,151 @@ def steps(url: str, client: Any, jobs: int, runs: int, batch: int = 1) -> dict[s
     return {"steps": added, "whole": cut[-1], **{name: statistics.median(costs[name]) for name in ("empty", "minimal", "floor")}}
 
 
+# Where the push script is cut, in order: (what the step adds, the line of push.lua it ends before).
+PUSH_STEPS = (
+    ("the library's functions (closures built per call)", "local jobs = cmsgpack.unpack(ARGV[1])"),
+    ("the arguments unpacked and TIME", "-- One slot per distinct id"),
+    ("each job: its id indexed, its due time", "-- Merging without decoding."),
+    ("the merge's local functions (closures built per call)", "local held = 0"),
+    ("the morgue and payload-cap checks (off here)", "-- Fairness indexes (docs/fairness.md)"),
+    ("the group probes: EXISTS", "local moved = {}"),
+    ("each id: HMGET of what it holds, its record", "-- The shard's earliest job before the writes"),
+    ("the shard's head: ZRANGE (when new ids came)", "call_chunked('HSET', K_PAYLOADS"),
+    ("the writes: HSET payloads, ZADD ready and lex", "if dropped > 0 then"),
+    ("the drop counter and tags (none here)", "history_add(history_length"),
+    ("the history entry: XADD", "if head and (#head == 0"),
+)
+PUSH_CUT = "do return {0, 0} end\n"
+
+
+def push_cuts() -> list[tuple[str, str]]:
+    """push.lua's cuts (``script_cuts``)."""
+    return script_cuts("push", PUSH_STEPS, PUSH_CUT, "the wake-up: PUBLISH when the shard had no earlier job")
+
+
+def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_call: int,
+               block: int = 200, pool: int = 0, shards: int = 1) -> dict[str, float]:
+    """Redis CPU (µs) per call of each of ``sources`` run as push.lua, each call ``per_call`` new ids (with ``pool``,
+    ids taken in turn from that many: once each is queued, a push merges a version into it). With ``shards``
+    above 1, the calls are those of ``perform_async`` calls of ``shards`` × ``per_call`` new jobs into a worker
+    of that many shards (about ``per_call`` ids per script, in small shards: issue 39's 10,000 jobs into 1,000).
+
+    Each source gets its own fresh one-shard queue and the same calls; the sources take turns every ``block``
+    calls, so that the machine's load, shared with others, weighs on all alike.
+    """
+    from lowkiq.jobs import prepare
+
+    client.flushall()
+    scripted: dict[str, list[tuple[list[str], Any]]] = {}
+    for n, label in enumerate(sources):
+        worker = type(f"PushCost{n}", (lowkiq.Worker,), {"shards_count": shards, "__module__": __name__,
+                                                         "perform": lambda self, payloads_by_id: None})
+        runtime = lowkiq.configure(workers=[worker], redis_url=url)
+        queue = runtime.queue(worker)
+        scripted[label] = []
+        dump = runtime.settings.dump_payload
+        while shards > 1 and len(scripted[label]) < calls:
+            first = len(scripted[label]) * per_call
+            jobs = [{"id": f"{first + k}", "payload": {"n": first + k}} for k in range(shards * per_call)]
+            scripted[label] += [(keyset.all(), args) for _, keyset, args in queue.push_calls(prepare(jobs, now=None,
+                                                                                                    dump_payload=dump))[0]]
+        for c in range(calls if shards == 1 else 0):
+            numbers = [c * per_call + k for k in range(per_call)]
+            jobs = [{"id": f"{n % pool}" if pool else f"{n}", "payload": {"n": n}} for n in numbers]
+            (_, keyset, args), = queue.push_calls(prepare(jobs, now=None, dump_payload=dump))[0]
+            scripted[label].append((keyset.all(), args))
+        runtime.close()
+    shas = {label: client.script_load(source) for label, source in sources.items()}
+    usec = {label: 0.0 for label in sources}
+    calls = min(len(rows) for rows in scripted.values())
+    for start in range(0, calls, block):
+        for label, sha in shas.items():
+            client.config_resetstat()
+            for keys, args in scripted[label][start : start + block]:
+                client.evalsha(sha, len(keys), *keys, *args)
+            usec[label] += float(client.info("commandstats")["cmdstat_evalsha"]["usec"])
+    return {label: total / calls for label, total in usec.items()}
+
+
+def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int, shards: int = 1) -> dict[str, Any]:
+    """Each step of push.lua's Redis CPU per call (median of ``runs``; the cuts take turns), and the whole."""
+    variants = dict(push_cuts())
+    costs: dict[str, list[float]] = {label: [] for label in variants}
+    for _ in range(runs):
+        for label, usec in push_costs(url, client, variants, calls, per_call, shards=shards).items():
+            costs[label].append(usec)
+    cut = [statistics.median(costs[label]) for label in variants]
+    labels = list(variants)
+    added = [(labels[0], cut[0])] + [(labels[i], cut[i] - cut[i - 1]) for i in range(1, len(cut))]
+    return {"steps": added, "whole": cut[-1]}
+
+
+def source_at(revision: str, name: str) -> str:
+    """Script ``name`` as lowkiq.store.lua assembles it, from the files of git revision ``revision``."""
+    import subprocess
+
+    from bench import ROOT
+
+    def read(file: str) -> str:
+        return subprocess.run(["git", "show", f"{revision}:lowkiq/store/scripts/{file}.lua"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout
+
+    lib = "".join(read(part) for part in lua.LIBRARIES)
+    body = read(name)
+    return f"{lua_prelude()}{lua.used_definitions(lib, body)}\n{body}"
+
+
+def push_versus(url: str, client: Any, revision: str, calls: int, per_call: int, pairs: int,
+                pool: int = 0, shards: int = 1) -> list[tuple[float, float]]:
+    """(before, after) Redis CPU per push call (µs) of push.lua at ``revision`` and today's, ``pairs`` times, taking
+    turns within each (who starts alternates)."""
+    before, after = source_at(revision, "push"), lua.script("push").source
+    out = []
+    for n in range(pairs):
+        sources = {"before": before, "after": after} if n % 2 == 0 else {"after": after, "before": before}
+        found = push_costs(url, client, sources, calls, per_call, pool=pool, shards=shards)
+        out.append((found["before"], found["after"]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=None, help="jobs per run (default 20,000; 4,000 with --steps)")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", action="store_true", help="where a call's time goes, and the floor")
+    parser.add_argument("--push-steps", action="store_true", help="where a push call's time goes")
+    parser.add_argument("--calls", type=int, default=3_000, help="push calls per run (--push-steps)")
+    parser.add_argument("--ids-per-call", type=int, default=10, help="new ids per push call (--push-steps)")
+    parser.add_argument("--push-before", metavar="REV", help="push.lua at REV against today's, alternating pairs")
+    parser.add_argument("--pairs", type=int, default=6, help="pairs for --push-before")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="push scripts of perform_async calls of shards × ids-per-call jobs into that many shards")
+    parser.add_argument("--ids", type=int, default=0,
+                        help="--push-before: ids taken in turn from this many (0: every id new), so pushes merge")
     args = parser.parse_args()
+    if args.push_before:
+        with RedisServer() as server:
+            found = push_versus(server.url, server.client(), args.push_before, args.calls, args.ids_per_call, args.pairs,
+                                args.ids, args.shards)
+        shape = f"ids taken in turn from {args.ids}" if args.ids else "new ids"
+        where = "one shard" if args.shards == 1 else f"{args.shards:,} shards"
+        print(f"push.lua, {args.ids_per_call} job(s) per call into {where} ({shape}), Redis CPU per call "
+              f"(µs), {args.push_before} → today, in pairs:")
+        for before, after in found:
+            print(f"{before:7.2f} → {after:7.2f}  ({after / before:.3f}×)")
+        print(f"median {statistics.median(b for b, _ in found):.2f} → {statistics.median(a for _, a in found):.2f}, "
+              f"median of the ratios {statistics.median(a / b for b, a in found):.3f}×")
+        return
+    if args.push_steps:
+        with RedisServer() as server:
+            found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs, args.shards)
+        where = "one shard" if args.shards == 1 else f"{args.shards:,} shards (about that many per script)"
+        print(f"push.lua, {args.ids_per_call} new id(s) per call into {where}, Redis CPU per call:")
+        for label, usec in found["steps"]:
+            print(f"{usec:6.2f} µs  {label}")
+        print(f"{found['whole']:6.2f} µs  the whole script, per call ({found['whole'] / args.ids_per_call:.2f} µs per id)")
+        return
     if args.steps:
         with RedisServer() as server:
             found = steps(server.url, server.client(), args.jobs or 4_000, args.runs, args.batch)

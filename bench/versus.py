@@ -2,11 +2,14 @@
 
     python -m bench.versus --before 07b3bc3 [--after HEAD] [--pairs 6] [--workload fairness-plain]
     python -m bench.versus --before 'cdb451e^' --after HEAD --workload server-blank
+    python -m bench.versus --before HEAD --before-env LOWKIQ_SPLITTER=default --workload server-blank
 
 The code of ``--before`` (and of ``--after``, when given; else the working tree through the
 editable install) is checked out into a temporary ``git worktree`` and imported with
 ``PYTHONPATH`` pointing there; which ``lowkiq/__init__.py`` each side imports is checked and
-printed. The current ``bench`` package is copied into a temporary folder, the working directory
+printed. ``--before-env`` and ``--after-env`` (KEY=VALUE, repeatable) add to one side's environment, and
+so to its server's: one code in two configurations (pinned threads against the pool, above). The current
+``bench`` package is copied into a temporary folder, the working directory
 of every run, so that both sides run the same benchmark code (``bench.common.hold`` takes a lease
 with ``queue.acquire`` where ``lowkiq.server.holdings`` does not exist yet).
 
@@ -25,6 +28,13 @@ Workloads:
   enqueued with its own code; the drain is timed from the first perform's start to the last one's
   end (the app's marks in Redis). The server is the side's ``lowkiq.cli:main`` (the console script's entry
   point) run by this interpreter with the side's ``PYTHONPATH``.
+- ``enqueue-one``: the producer of ``bench.async_io``: ``--jobs`` (5,000) ``perform_async`` calls of one job
+  each, ids taken in turn from 1,000, into a worker of 500 shards (a call merges into an id still queued
+  once every id is). Calls/s, this process's CPU per call (Python and its system calls), Redis CPU per call.
+  ``aenqueue-one``: the same calls awaited one by one with ``aperform_async`` on an event loop.
+- ``enqueue-spread``: ``--jobs`` (100,000) jobs in ``perform_async`` calls of 10,000 into a worker of 1,000
+  shards (about 10 ids per push script), and the same into 5 shards: jobs/s, Redis CPU and this process's CPU
+  per job, and the 1,000 shards' jobs/s over the 5 shards' (issue 39's "enqueue into 1,000 shards").
 - ``enqueue-shards``: ``--jobs`` (100,000) distinct ids enqueued in calls of 10,000 into 5, 100 and 1,000
   shards (``--rounds`` each, their median): jobs/s, Redis CPU per job, memory per queued job (INFO
   used_memory delta, and the perform_in zsets alone by MEMORY USAGE). A side with integer microsecond
@@ -44,14 +54,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import ROOT
 
-WORKLOADS = ("fairness-plain", "server-blank", "enqueue-shards")
-DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000, "enqueue-shards": 100_000}
+WORKLOADS = ("fairness-plain", "server-blank", "enqueue-one", "aenqueue-one", "enqueue-spread", "enqueue-shards")
+DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000, "enqueue-one": 5_000, "aenqueue-one": 5_000,
+                "enqueue-spread": 100_000, "enqueue-shards": 100_000}
 ENQUEUE_SHARDS = (5, 100, 1000)
 # metric key, column title, format; the first is the one the ratios headline
 METRICS = {
@@ -65,6 +76,20 @@ METRICS = {
                      ("usec_per_job", "Redis CPU per job (EVALSHA µs)", "{:.1f}"),
                      ("server_cpu_us", "server CPU per job, µs", "{:.1f}"),
                      ("commands_per_job", "Redis commands per job", "{:.2f}")],
+    "enqueue-one": [("calls_per_s", "perform_async calls/s", "{:,.0f}"),
+                    ("producer_cpu_us", "producer CPU per call, µs", "{:.1f}"),
+                    ("usec_per_call", "Redis CPU per call (EVALSHA µs)", "{:.1f}"),
+                    ("scripts_per_call", "push scripts per call (one round trip)", "{:.2f}")],
+    "aenqueue-one": [("calls_per_s", "aperform_async calls/s", "{:,.0f}"),
+                     ("producer_cpu_us", "producer CPU per call, µs", "{:.1f}"),
+                     ("usec_per_call", "Redis CPU per call (EVALSHA µs)", "{:.1f}"),
+                     ("scripts_per_call", "push scripts per call (one round trip)", "{:.2f}")],
+    "enqueue-spread": [("jobs_per_s", "jobs/s into 1,000 shards", "{:,.0f}"),
+                       ("usec_per_job", "Redis CPU per job, 1,000 shards (µs)", "{:.2f}"),
+                       ("producer_cpu_us", "producer CPU per job, 1,000 shards (µs)", "{:.2f}"),
+                       ("few_jobs_per_s", "jobs/s into 5 shards", "{:,.0f}"),
+                       ("few_usec_per_job", "Redis CPU per job, 5 shards (µs)", "{:.2f}"),
+                       ("spread_ratio", "1,000 shards' jobs/s over 5 shards'", "{:.3f}")],
     "enqueue-shards": [
         *[(f"enqueue_{n}_per_s", f"enqueue, {n:,} shards, jobs/s", "{:,.0f}") for n in ENQUEUE_SHARDS],
         *[(f"usec_{n}", f"Redis CPU per job, {n:,} shards (EVALSHA µs)", "{:.1f}") for n in ENQUEUE_SHARDS],
@@ -89,16 +114,18 @@ class Side:
     commit: str      # the commit it resolved to ("" for the working tree)
     root: str        # the tree whose lowkiq/ is imported
     pythonpath: str  # "" for the working tree's editable install
+    extra: dict[str, str] = field(default_factory=dict)  # more environment, for its runs and its server
 
     @property
     def label(self) -> str:
-        return f"{self.rev} ({self.commit})" if self.rev else "working tree"
+        code = f"{self.rev} ({self.commit})" if self.rev else "working tree"
+        return code + "".join(f" {k}={v}" for k, v in self.extra.items())
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REDIS_URL", "LOWKIQ_REDIS_URL")}
         if self.pythonpath:
             env["PYTHONPATH"] = self.pythonpath
-        return env
+        return {**env, **self.extra}
 
     def run(self, stage: str, args: list[str], timeout: float) -> str:
         done = subprocess.run([sys.executable, *args], cwd=stage, env=self.env(), capture_output=True, text=True,
@@ -188,6 +215,10 @@ def main() -> None:
     parser.add_argument("--before", help="the older code: a commit or any git revision (e.g. 'cdb451e^')")
     parser.add_argument("--after", default="",
                         help="the newer code: a git revision (default: the working tree, as installed)")
+    parser.add_argument("--before-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="more environment for the before side (its server's too); repeatable")
+    parser.add_argument("--after-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="more environment for the after side (its server's too); repeatable")
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--workload", choices=WORKLOADS, default="fairness-plain")
     parser.add_argument("--jobs", type=int, help="jobs per run (20,000 for fairness-plain, 100,000 for server-blank)")
@@ -215,6 +246,8 @@ def main() -> None:
             after.pythonpath = after.root
         else:
             after = Side("after", "", "", ROOT, "")
+        for side, given in ((before, options.before_env), (after, options.after_env)):
+            side.extra = dict(pair.split("=", 1) for pair in given)
         for side in (before, after):
             print(f"{side.name}: {side.label} imports {check_import(side, stage)}", flush=True)
         redis_server = stack.enter_context(RedisServer())
@@ -291,6 +324,66 @@ def server_blank(url: str, jobs: int, rounds: int) -> dict[str, Any]:
             "lowkiq": lowkiq.__file__}
 
 
+def _producer(url: str, shards: int, name: str) -> tuple[Any, Any, Any]:
+    """(a worker of ``shards`` shards, its runtime, a plain client) on a flushed Redis, the worker registered."""
+    import redis
+
+    import lowkiq
+
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    worker = type(name, (lowkiq.Worker,), {"shards_count": shards, "batch_size": 1,
+                                           "perform": lambda self, payloads_by_id: None})
+    runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    worker.perform_async([{"id": "first", "payload": ""}])  # registers the worker: once per process
+    client.config_resetstat()
+    return worker, runtime, client
+
+
+def enqueue_one(url: str, jobs: int, rounds: int, awaited: bool = False) -> dict[str, Any]:
+    import asyncio
+
+    import lowkiq
+
+    worker, runtime, client = _producer(url, 500, "AsyncIoWorker")
+    calls = [[{"id": f"id{n % 1000}", "payload": {"v": n, "w": 50.0}, "score": n}] for n in range(jobs)]
+
+    async def send_all() -> None:
+        for call in calls:
+            await worker.aperform_async(call)
+
+    started, cpu = time.perf_counter(), time.process_time()
+    if awaited:
+        asyncio.run(send_all())
+    else:
+        for call in calls:
+            worker.perform_async(call)
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    runtime.close()
+    evalsha = client.info("commandstats").get("cmdstat_evalsha", {"usec": 0, "calls": 0})
+    return {"calls_per_s": jobs / wall, "producer_cpu_us": cpu / jobs * 1e6,
+            "usec_per_call": int(evalsha["usec"]) / jobs, "scripts_per_call": int(evalsha["calls"]) / jobs,
+            "lowkiq": lowkiq.__file__}
+
+
+def enqueue_spread(url: str, jobs: int, rounds: int) -> dict[str, Any]:
+    import lowkiq
+
+    out: dict[str, Any] = {}
+    for shards, prefix in ((1_000, ""), (5, "few_")):
+        worker, runtime, client = _producer(url, shards, f"Spread{shards}Worker")
+        started, cpu = time.perf_counter(), time.process_time()
+        for start in range(0, jobs, SLICE):
+            worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + SLICE))])
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        runtime.close()
+        evalsha = client.info("commandstats").get("cmdstat_evalsha", {"usec": 0})
+        out.update({f"{prefix}jobs_per_s": jobs / wall, f"{prefix}usec_per_job": int(evalsha["usec"]) / jobs,
+                    f"{prefix}producer_cpu_us": cpu / jobs * 1e6})
+    out["spread_ratio"] = out["jobs_per_s"] / out["few_jobs_per_s"]
+    return {**out, "lowkiq": lowkiq.__file__}
+
+
 def enqueue_shards(url: str, jobs: int, rounds: int) -> dict[str, Any]:
     """``jobs`` distinct ids enqueued in calls of 10,000 into 5, 100 and 1,000 shards: jobs/s, Redis CPU per job,
     and memory per queued job (INFO used_memory delta; and the perform_in zsets alone, MEMORY USAGE). A side
@@ -341,7 +434,9 @@ def enqueue_shards(url: str, jobs: int, rounds: int) -> dict[str, Any]:
 
 
 CHILDREN: dict[str, Callable[[str, int, int], dict[str, Any]]] = {
-    "fairness-plain": fairness_plain, "server-blank": server_blank, "enqueue-shards": enqueue_shards}
+    "fairness-plain": fairness_plain, "server-blank": server_blank, "enqueue-one": enqueue_one,
+    "aenqueue-one": lambda url, jobs, rounds: enqueue_one(url, jobs, rounds, awaited=True),
+    "enqueue-spread": enqueue_spread, "enqueue-shards": enqueue_shards}
 
 
 if __name__ == "__main__":

@@ -27,9 +27,6 @@ MAX_SHARDS_COUNT = 4096
 # Each batch in flight holds a slot with its own Redis connections: a bound that keeps a typo from opening
 # a connection storm.
 MAX_CONCURRENCY = 10_000
-# Ids taken ahead at most (Worker.take_ahead): past a few dozen a take saves nothing more per job, and a
-# crash of the server would put more ids back.
-MAX_TAKE_AHEAD = 64
 # Where a worker's performs run, and what its morgue does at retries exhausted (Worker.isolation,
 # Worker.morgue_policy): recorded so that a console without the app's code can flag performs past
 # their time_limit and count the ids a whole_id morgue holds.
@@ -58,10 +55,6 @@ class WorkerSpec:
     # An async worker's (``async def perform``, docs/async.md): how many of its batches one server process
     # performs at once on its event loop. Sync workers keep threads_per_node.
     concurrency: ClassVar[int] = 100
-    # A batch_size 1 worker's thread takes up to this many due ids of its shard in one call and performs them
-    # one per perform, in order (docs/take-ahead.md): how many it takes follows the worker's perform time so
-    # the last one starts within TAKE_AHEAD_WINDOW. 1 turns it off.
-    take_ahead: ClassVar[int] = 16
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -78,14 +71,6 @@ class WorkerSpec:
         check_one_of(cls.isolation, ISOLATIONS, f"{name}.isolation")
         check_one_of(cls.morgue_policy, MORGUE_POLICIES, f"{name}.morgue_policy")
         check_concurrency(cls.concurrency, f"{name}.concurrency")
-        check_take_ahead(cls.take_ahead, f"{name}.take_ahead")
-
-
-def check_take_ahead(value: Any, what: str = "take_ahead") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TAKE_AHEAD:
-        raise ValueError(f"{what} must be an int 1..{MAX_TAKE_AHEAD} (due ids a batch_size 1 worker's thread takes "
-                         f"in one call and performs one at a time; 1 turns take-ahead off), got {value!r}")
-    return int(value)
 
 
 def check_concurrency(value: Any, what: str = "concurrency") -> int:

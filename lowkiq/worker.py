@@ -63,6 +63,10 @@ class Worker(WorkerSpec):
     # history, nothing written for it), and for how long at most (seconds).
     history_length: ClassVar[int] = 10_000
     history_max_age: ClassVar[float] = 7 * 24 * 3600
+    # Take-ahead (docs/take-ahead.md): a batch_size 1 worker's thread takes up to this many due ids of its
+    # shard in one call and performs them one per perform, in order, as many as its recent perform time fits
+    # in 50 ms. 1 turns it off.
+    take_ahead: ClassVar[int] = 16
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)  # WorkerSpec: the names, shards, batch, retries and policies
@@ -74,6 +78,7 @@ class Worker(WorkerSpec):
                              f"got {cls.payload_overflow!r}")
         _check_flow_attributes(cls)
         _check_history(cls)
+        _check_take_ahead(cls)
         fairness.check(cls)
 
     def retry_in(self, retry_count: int) -> float:
@@ -166,6 +171,19 @@ def _check_history(cls: type[Worker]) -> None:
         raise ValueError(f"{name}.history_length must be an int >= 0 (0: keep no history), got {length!r}")
     if isinstance(age, bool) or not isinstance(age, (int, float)) or not math.isfinite(age) or age <= 0:
         raise ValueError(f"{name}.history_max_age must be a positive number of seconds, got {age!r}")
+
+
+# Ids taken ahead at most (Worker.take_ahead): past a few dozen a take saves nothing more per job, and a crash
+# of the server would put more ids back.
+MAX_TAKE_AHEAD = 64
+
+
+def _check_take_ahead(cls: type[Worker]) -> None:
+    value = cls.take_ahead
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TAKE_AHEAD:
+        raise ValueError(f"{cls.__name__}.take_ahead must be an int 1..{MAX_TAKE_AHEAD} (due ids a batch_size 1 "
+                         f"worker's thread takes in one call and performs one at a time; 1 turns take-ahead off), "
+                         f"got {value!r}")
 
 
 def _check_flow_attributes(cls: type[Worker]) -> None:

@@ -1,6 +1,7 @@
 """Lowkiq's benchmark shape: an empty perform.
 
-BENCH_SHARDS_COUNT and BENCH_BATCH_SIZE shape the worker; BENCH_SUBSCRIBER=noop adds an
+BENCH_SHARDS_COUNT, BENCH_BATCH_SIZE and BENCH_TAKE_AHEAD (the worker's take_ahead; unset: the default) shape
+the worker; BENCH_SUBSCRIBER=noop adds an
 events subscriber that does nothing. The only work
 done per batch is what the measurement needs: the first perform stores its
 start time, and the perform that brings the count of ids to BENCH_EXPECTED
@@ -27,6 +28,8 @@ _done = 0
 class BlankWorker(lowkiq.Worker):
     shards_count = int(os.environ.get("BENCH_SHARDS_COUNT", "5"))
     batch_size = int(os.environ.get("BENCH_BATCH_SIZE", "1"))
+    if os.environ.get("BENCH_TAKE_AHEAD"):  # code from before take-ahead ignores the attribute
+        take_ahead = int(os.environ["BENCH_TAKE_AHEAD"])
 
     def perform(self, payloads_by_id):
         global _done

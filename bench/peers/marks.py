@@ -28,6 +28,8 @@ EXPECTED = int(os.environ.get("BENCH_EXPECTED", "0"))
 # The ordering workload's keys: apply_version() writes them, bench.ordering reads them.
 STATE, OUT_OF_ORDER, APPLIED, LAST = "bench:state", "bench:out_of_order", "bench:applied", "bench:last"
 READY = "ready"  # the id of the job a producer sends first, to know the worker is taking jobs
+# bench.async_io --batch N: the producer sends the versions N at a time (1: one by one, awaiting each)
+BATCH = int(os.environ.get("BENCH_PRODUCER_BATCH", "1"))
 _lock = threading.Lock()
 _done = 0
 
@@ -96,16 +98,23 @@ def _wait_ready() -> None:
         time.sleep(0.01)
 
 
-def send_versions(send: Callable[[str, int, float], object], path: str) -> None:
-    """One job first (id READY), then, once a worker has applied it, every version one by one.
+def send_versions(send: Callable[[str, int, float], object], path: str,
+                  send_many: Callable[[list[tuple[str, int, float]]], object] | None = None) -> None:
+    """One job first (id READY), then, once a worker has applied it, every version one by one; with BATCH > 1,
+    BATCH versions per ``send_many`` call (a library's bulk enqueue, in order).
 
     Prints the unix time the versions started and the seconds the sending took: bench.ordering reads them.
     """
     send(READY, 1, 0.0)
     _wait_ready()
+    sent = versions(path)
     started, clock = time.time(), time.perf_counter()
-    for job_id, version, work in versions(path):
-        send(job_id, version, work)
+    if BATCH > 1 and send_many is not None:
+        for start in range(0, len(sent), BATCH):
+            send_many(sent[start : start + BATCH])
+    else:
+        for job_id, version, work in sent:
+            send(job_id, version, work)
     print(started, time.perf_counter() - clock)
 
 
@@ -119,7 +128,14 @@ async def send_versions_async(send: Callable[[str, int, float], Awaitable[object
         if time.monotonic() > deadline:
             raise TimeoutError("the worker did not apply the first job in 120 s")
         await asyncio.sleep(0.01)
+    sent = versions(path)
     started, clock = time.time(), time.perf_counter()
-    for job_id, version, work in versions(path):
-        await send(job_id, version, work)
+    if BATCH > 1:
+        # No bulk enqueue in these libraries: BATCH sends at once on the client's pool, as asyncio code
+        # would send a burst. They may reach Redis in any order: so may a burst's versions of one id.
+        for start in range(0, len(sent), BATCH):
+            await asyncio.gather(*(send(job_id, version, work) for job_id, version, work in sent[start : start + BATCH]))
+    else:
+        for job_id, version, work in sent:
+            await send(job_id, version, work)
     print(started, time.perf_counter() - clock)

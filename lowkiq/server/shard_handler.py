@@ -165,7 +165,8 @@ class ShardHandler:
         try:
             for i, job in enumerate(jobs):
                 if i and not self.between(self):
-                    self._untake([j.id for j in jobs[i:]])
+                    if lease.lost is None:  # a lost lease's ids are the new holder's to put back
+                        self._untake([j.id for j in jobs[i:]])
                     break
                 one = Taken([job], taken.next_perform_in, taken.poisoned.get(job.id))
                 # the busy list names it once the lease is renewed (a perform that runs long)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 PREFIX = "lowkiq:v1"
 # Pub/Sub channel on which a push says a shard has work due sooner than its server would look
@@ -282,7 +283,14 @@ class QueueKeys:
         return ShardKeys(self.queue_name, shard)
 
     def shards(self) -> list[ShardKeys]:
-        return [ShardKeys(self.queue_name, s) for s in range(self.shards_count)]
+        return list(_shard_keys(self.queue_name, self.shards_count))
+
+
+@lru_cache(maxsize=256)
+def _shard_keys(queue_name: str, shards_count: int) -> tuple[ShardKeys, ...]:
+    """Every shard's keys, built once per queue: a producer's Queue, made per call, would otherwise build
+    a ShardKeys per shard on every enqueue (500 shards: about 0.25 ms of each one-job call)."""
+    return tuple(ShardKeys(queue_name, s) for s in range(shards_count))
 
 
 @dataclass(frozen=True)

@@ -99,8 +99,14 @@ def script(name: str) -> LuaScript:
     folder = resources.files("lowkiq.store.scripts")
     lib = "".join(folder.joinpath(f"{part}.lua").read_text(encoding="utf-8") for part in LIBRARIES)
     body = _included(folder, folder.joinpath(f"{name}.lua").read_text(encoding="utf-8"))
-    source = f"{lua_prelude()}{used_definitions(lib, body)}\n{body}"
+    rare = {word for line in _RARE.findall(body) for word in _WORD.findall(line)}
+    source = f"{lua_prelude()}{used_definitions(lib, body, rare)}\n{body}"
     return LuaScript(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+# ``--#rare name ...`` in a script: those library definitions (and what only they use) are built by ``rare()``,
+# which the script calls before it uses any of them. A call that never needs them never builds their closures.
+_RARE = re.compile(r"^\s*--#rare ([\w ]+)$", re.MULTILINE)
 
 
 _INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
@@ -116,12 +122,16 @@ _DEFINITION = re.compile(r"^local (?:function )?(\w+)")
 _WORD = re.compile(r"\w+")
 
 
-def used_definitions(lib: str, body: str) -> str:
+def used_definitions(lib: str, body: str, rare: frozenset[str] | set[str] = frozenset()) -> str:
     """The library's top-level definitions that ``body`` uses, directly or through each other.
 
     Redis runs a script's whole chunk on every call, so each ``local function`` of the
     library is a closure built per call: about a microsecond for the whole library.
     A definition starts at a top-level ``local`` line, with the comment lines above it.
+
+    ``rare``: names the body uses only on paths most calls do not take (``--#rare``). Those definitions, and the
+    ones only they use, are written inside ``rare()``, which builds them on its first call: the other
+    definitions stay top-level locals, built on every call.
     """
     blocks: list[tuple[str, list[str]]] = []
     comments: list[str] = []
@@ -134,11 +144,34 @@ def used_definitions(lib: str, body: str) -> str:
             comments.append(line)  # a top-level comment: it belongs to the definition below it
         elif blocks:
             blocks[-1][1].append(line)
-    wanted = set(_WORD.findall(body))
+    words = set(_WORD.findall(body))
+    wanted = _reached(blocks, words)
+    if not rare:
+        return "".join("".join(lines) for name, lines in blocks if name in wanted)
+    hot = _reached(blocks, words - set(rare))
+    exported = [name for name, _ in blocks if name in rare and name in wanted and name not in hot]
+    out = [("".join(lines)) for name, lines in blocks if name in hot]
+    if exported:
+        names = ", ".join(exported)
+        inner = "".join("".join(lines) for name, lines in blocks if name in wanted and name not in hot)
+        out.append(f"-- Built by rare() on first use (--#rare in the script): {names}.\n"
+                   f"local {names}\n"
+                   f"local function rare()\n"
+                   f"  if {exported[0]} then return end\n"
+                   f"  {names} = (function()\n{inner}\n  return {names}\n  end)()\n"
+                   f"end\n")
+    else:
+        out.append("local function rare() end\n")  # every rare name is needed on every call anyway
+    return "".join(out)
+
+
+def _reached(blocks: Sequence[tuple[str, list[str]]], words: set[str]) -> set[str]:
+    """The names of the definitions ``words`` use, directly or through each other."""
+    wanted = set(words)
     for name, lines in reversed(blocks):  # a definition only uses the ones above it
         if name in wanted:
             wanted.update(_WORD.findall("".join(lines)))
-    return "".join("".join(lines) for name, lines in blocks if name in wanted)
+    return wanted
 
 
 def now_arg(clock: Callable[[], float]) -> float | str:

@@ -89,7 +89,6 @@ class Queue:
         self.load_payload = load_payload
         self.load_error = load_error
         self.clock = clock
-        self._shards = keys.shards()
 
     def shard_of(self, job_id: str) -> int:
         return codec.shard_of(job_id, self.keys.shards_count)
@@ -100,6 +99,17 @@ class Queue:
         A job without a score or perform_in gets the Redis server's time in the push script;
         jobs without a score keep their order (each a hair later than the one before).
         """
+        calls, call_positions = self.push_calls(jobs)
+        limit = getattr(self.worker, "max_payloads_per_id", None) or 0
+        if self.durable_wait_ms is None:
+            replies = lua.run_many(self.client, calls, settle=True)
+            self._raise_unwritten(replies, calls, call_positions)
+            return self._written(replies, limit)
+        return self._push_durably(calls, call_positions, len(jobs), limit)
+
+    def push_calls(self, jobs: Sequence[PreparedJob]) -> tuple[list[lua.Call], list[list[int]]]:
+        """The push scripts that enqueue ``jobs`` (at most PUSH_SLICE jobs each, one shard each), and for each
+        the positions in ``jobs`` of the jobs it carries."""
         by_shard: dict[int, list[Any]] = defaultdict(list)
         positions: dict[int, list[int]] = defaultdict(list)
         # Groups travel apart from the jobs, only for the jobs that carry one: Lowkiq's shape pays nothing.
@@ -134,7 +144,7 @@ class Queue:
             for i in range(0, len(flat), step):
                 part = flat[i : i + step]
                 blob = msgpack.packb(part, use_bin_type=False)
-                keys = self._shards[shard]
+                keys = self.keys.shard(shard)
                 first, stop = i // 4, (i + step) // 4
                 groups = [x for number, group in grouped.get(shard, ()) if first <= number < stop
                           for x in (number - first + 1, group)]
@@ -146,11 +156,7 @@ class Queue:
                                             msgpack.packb(tags, use_bin_type=False) if tags else "")))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
                 defaults_before += sum(1 for flag in part[3::4] if flag)
-        if self.durable_wait_ms is None:
-            replies = lua.run_many(self.client, calls, settle=True)
-            self._raise_unwritten(replies, calls, call_positions)
-            return self._written(replies, limit)
-        return self._push_durably(calls, call_positions, len(jobs), limit)
+        return calls, call_positions
 
     def _written(self, replies: Sequence[Any], limit: int) -> int:
         """The ids the push scripts wrote; a cap's drops are logged here, where the producer sees them."""

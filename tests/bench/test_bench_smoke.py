@@ -19,7 +19,7 @@ def test_every_benchmark_item_runs_in_smoke_mode():
                        "== 6. Console",
                        "== 7. Leases and transport against the previous code", "== 8. Redis Cluster beside standalone",
                        "== 9. Events on the hot path", "== 10. More than one core", "== 11. Console at 10× scale",
-                       "== 12. Redis as the ceiling"]
+                       "== 12. Redis as the ceiling", "== 13. Take-ahead"]
     assert "payloads out of version order" in done.stdout
     # the default worker keeps every payload of the Zipf workload (item 12)
     assert re.search(r"Zipf workload, default worker: payloads dropped +0 ", done.stdout), done.stdout[-3000:]

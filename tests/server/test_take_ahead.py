@@ -73,6 +73,14 @@ def handler(worker, runtime=None) -> ShardHandler:
                         clock=runtime.clock)
 
 
+def warmed(h: ShardHandler) -> ShardHandler:
+    """The first id performed and acknowledged, then a pace of a quick worker, whatever this machine's load:
+    the next take takes the cap of 16 ahead."""
+    h.ack(h.perform(h.take(None)).ids)
+    h.pace.seconds = 1e-5
+    return h
+
+
 def enqueue(worker, clock, n: int) -> list[str]:
     ids = [f"id{i:02d}" for i in range(n)]
     worker.perform_async([{"id": job_id, "payload": job_id, "perform_in": clock.now - 100 + i}
@@ -80,22 +88,27 @@ def enqueue(worker, clock, n: int) -> list[str]:
     return ids
 
 
-def test_once_its_first_perform_tells_the_pace_a_quick_worker_takes_its_cap_and_performs_them_one_by_one(clock):
-    ids = enqueue(Quick, clock, 40)
+def test_once_its_first_perform_tells_the_pace_a_quick_worker_takes_ahead_and_performs_them_one_by_one(clock):
+    ids = enqueue(Quick, clock, 60)
     h = handler(Quick)
     assert h.wanted() == 1  # the pace is not known yet
     first = h.take(None)
     assert [j.id for j in first.jobs] == ids[:1]
     ack = h.perform(first)
-    assert h.wanted() == -Quick.take_ahead == -16
+    # A blank perform fits the window many times over (fewer on a machine too busy to run it in 3 ms)
+    k = -h.wanted()
+    assert 2 <= k <= Quick.take_ahead == 16
     taken = h.take(ack)
-    assert [j.id for j in taken.jobs] == ids[1:17]
+    assert [j.id for j in taken.jobs] == ids[1:1 + k]
     ack = h.perform(taken)
-    assert ack is not None and ack.ids == ids[1:17]
-    assert list(CALLS) == [[job_id] for job_id in ids[:17]]  # one id per perform, in perform_in order
+    assert ack is not None and ack.ids == ids[1:1 + k]
+    assert list(CALLS) == [[job_id] for job_id in ids[:1 + k]]  # one id per perform, in perform_in order
+    k2 = -h.wanted()
     rest = h.take(ack)
-    assert [j.id for j in rest.jobs] == ids[17:33]
-    assert len(lowkiq.current().queries(Quick).busy()) == 16  # the run's ids wait in processing together
+    assert [j.id for j in rest.jobs] == ids[1 + k:1 + k + k2]
+    assert len(lowkiq.current().queries(Quick).busy()) == k2  # the run's ids wait in processing together
+    h.pace.seconds = 1e-6
+    assert h.wanted() == -16  # capped by Worker.take_ahead
 
 
 def test_a_perform_that_fills_the_window_takes_one_id_at_a_time(clock):
@@ -126,8 +139,7 @@ def test_a_bad_cap_is_refused_naming_it():
 
 def test_an_id_that_fails_in_a_run_fails_alone_and_the_others_are_acknowledged(clock):
     ids = enqueue(Quick, clock, 17)
-    h = handler(Quick)
-    h.ack(h.perform(h.take(None)).ids)
+    h = warmed(handler(Quick))
     FAILING.add(ids[5])
     taken = h.take(None)
     ack = h.perform(taken)
@@ -147,8 +159,7 @@ def test_an_id_that_fails_in_a_run_fails_alone_and_the_others_are_acknowledged(c
 
 def test_ids_not_started_when_the_thread_says_stop_go_back_untouched_in_one_step(clock, r):
     ids = enqueue(Quick, clock, 17)
-    h = handler(Quick)
-    h.ack(h.perform(h.take(None)).ids)
+    h = warmed(handler(Quick))
     allowed = iter([True, True])
     h.between = lambda handler: next(allowed, False)  # the process stops after the third id
     ack = h.perform(h.take(None))
@@ -219,7 +230,7 @@ def test_a_renewal_during_a_run_names_the_id_performing_and_the_busy_list_the_ot
     ids = enqueue(Watched, clock, 17)
     h = handler(Watched)
     SEEN["lease"] = h.lease
-    h.ack(h.perform(h.take(None)).ids)
+    warmed(h)
     ack = h.perform(h.take(None))
     assert ack is not None and h.lease.performing is None  # told only while the run performs
     by_id = {b.job.id: b for b in SEEN["busy"]}
@@ -246,8 +257,7 @@ def test_an_id_past_its_time_limit_in_a_run_fails_alone_with_time_limit_exceeded
                                                                                                    clock):
     configure(workers=[Limited])
     ids = enqueue(Limited, clock, 17)
-    h = handler(Limited)
-    h.ack(h.perform(h.take(None)).ids)
+    h = warmed(handler(Limited))
     started = time.monotonic()
     ack = h.perform(h.take(None))
     assert time.monotonic() - started < 3

@@ -44,3 +44,25 @@ def test_a_script_gets_the_definitions_it_uses_from_every_library():
                  "refusal", "acknowledge", "depend_settled"):
         assert f"local function {name}(" in source, name
     assert "local function content_matches(" not in source  # an operators' filter: not the take's
+
+
+def test_rare_definitions_are_built_only_by_rare():
+    # push names its merge, cap, morgue, group and tag helpers --#rare: a push of new ids builds none of them
+    source = lua.script("push").source
+    top, _, inside = source.partition("local function rare()")
+    assert inside, "push.lua's rare definitions are not wrapped"
+    assert "local function payloads_merge(" not in top and "local function payloads_merge(" in inside
+    assert "local function history_add(" in top and "local function history_add(" not in inside
+    # a definition the hot path uses stays top-level even when a rare one uses it too
+    assert "local function num(" in top
+
+
+def test_rare_keeps_what_the_hot_path_uses_at_the_top():
+    lib = ("local function a() return 1 end\n"
+           "local function b() return a() end\n"
+           "local function c() return b() end\n")
+    body = "--#rare c\nlocal x = b()\nrare()\nreturn c()\n"
+    assembled = lua.used_definitions(lib, body, {"c"})
+    top, _, inside = assembled.partition("local function rare()")
+    assert "local function a(" in top and "local function b(" in top
+    assert "local function c(" in inside and "local function c(" not in top

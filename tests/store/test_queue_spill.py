@@ -167,12 +167,12 @@ def test_the_hot_path_runs_a_fixed_number_of_redis_commands_per_job(r):
 
 # What one ack + take of one job runs inside its script: Redis's clock (TIME), the lease check (HMGET), one
 # probe for the rare structures (EXISTS), the ack (HDEL processing, HINCRBY processed), the take
-# (ZRANGE by rank one past the batch, which also gives the next head; HMGET payloads; HSET processing; ZREM
-# from the due and id indexes; HDEL payloads), the lease's renewal (HSET) and the ids' history (one XADD
-# for the ack and the take together).
+# (ZRANGE by rank one past the batch, which also gives the next head; HMGET payloads; HSET processing;
+# ZREMRANGEBYRANK from the due index and ZREM from the id index; HDEL payloads), the lease's renewal (HSET)
+# and the ids' history (one XADD for the ack and the take together).
 HOT_PATH_COMMANDS_PER_JOB: dict[str, float] = {
     "exists": 1.0, "hdel": 2.0, "hincrby": 1.0, "hmget": 2.0, "hset": 2.0, "time": 1.0,
-    "xadd": 1.0, "zrange": 1.0, "zrem": 2.0,
+    "xadd": 1.0, "zrange": 1.0, "zrem": 1.0, "zremrangebyrank": 1.0,
 }
 
 

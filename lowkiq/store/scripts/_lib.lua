@@ -1,7 +1,10 @@
 -- The script libraries, prepended to every script after the locals naming its KEYS (K_READY, K_LEX, ...), which
 -- lowkiq.store.keys.lua_prelude() writes from SCRIPT_KEYS: the one place their order is defined. One file per
 -- topic, in the order of lowkiq.store.lua.LIBRARIES, each using only those listed earlier; a script gets the
--- definitions it uses, directly or through each other. This one: numbers as text, chunked calls, the clock.
+-- definitions it uses, directly or through each other. A script's `--#rare name ...` line names definitions it
+-- uses only on paths most calls skip: those (and what only they use) are built by rare(), which the script calls
+-- before using them, so the other calls do not build their closures. This one: numbers as text, chunked calls,
+-- the clock.
 
 -- Lua turns numbers into strings with 14 digits; scores need all 17.
 local function num(n)

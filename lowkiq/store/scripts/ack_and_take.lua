@@ -180,6 +180,7 @@ local head_known = false  -- head is the queue's next perform_in, or nil because
 local taken = nil
 if limit > 0 then
   local ready
+  local prefix = true  -- the ids taken are the first of K_READY by rank
   if fair then
     ready = fair_take(limit)
   else
@@ -224,6 +225,7 @@ if limit > 0 then
       local want = limit - #ready / 2
       local more = redis.call('ZRANGEBYSCORE', K_READY, US_AT, us_text(now), 'WITHSCORES', 'LIMIT', 0, want)
       for i = 1, #more, 2 do ready[#ready + 1], ready[#ready + 2] = more[i], more[i + 1] end
+      if #more > 0 then prefix = false end  -- taken past the seconds job that waits: not a prefix
     end
   end
   if #ready > 0 then
@@ -261,7 +263,14 @@ if limit > 0 then
       out[#out + 1] = record
     end
     call_chunked('HSET', K_PROCESSING, processing, 2)
-    call_chunked('ZREM', K_READY, ids, 1)
+    -- The rotation took its ids out of K_READY one by one; otherwise they are the first #ids by rank (the due
+    -- prefix read above), removed by rank without looking each one up.
+    -- (A take past a seconds job not yet due, in a shard that holds both units, removes its ids by name.)
+    if not fair and prefix then
+      redis.call('ZREMRANGEBYRANK', K_READY, 0, #ids - 1)
+    elseif not fair then
+      call_chunked('ZREM', K_READY, ids, 1)
+    end
     call_chunked('ZREM', K_LEX, ids, 1)
     call_chunked('HDEL', K_PAYLOADS, ids, 1)
     if any_retries then

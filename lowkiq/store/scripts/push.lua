@@ -17,6 +17,9 @@
 -- "Now" is the Redis server's clock, so that producers on different hosts agree; jobs with a
 -- default score get now, each one unit in the last place later than the one before, in order.
 -- Returns {the number of distinct ids written, how many payloads a cap dropped}.
+-- Used only by merges, payload caps, the morgue's hold, groups and tags: built by rare() (lowkiq.store.lua), so a
+-- push of new ids, the common call, does not build their closures.
+--#rare payloads_merge merge_payloads spilled_count spill_new morgue_put group_requeued tags_add decode appendable
 local jobs = cmsgpack.unpack(ARGV[1])
 local _, now = server_clock()
 local _, exponent = math.frexp(now)
@@ -77,91 +80,99 @@ end
 -- appendable (_payloads.lua). Such a list holds at most SPILL_AT payloads: past it the id's payloads are
 -- spilled, and one more costs a few O(log n) commands (_spill.lua).
 
--- The position after a msgpack string starting at i, and where its bytes start (nil: not a string).
-local function string_at(s, i)
-  local b = s:byte(i)
-  if not b then return nil end
-  if b >= 0xa0 and b <= 0xbf then return i + 1 + b - 0xa0, i + 1 end
-  if b == 0xd9 or b == 0xc4 then return i + 2 + s:byte(i + 1), i + 2 end
-  if b == 0xda or b == 0xc5 then return i + 3 + struct.unpack('>I2', s, i + 1), i + 3 end
-  if b == 0xdb or b == 0xc6 then return i + 5 + struct.unpack('>I4', s, i + 1), i + 5 end
-  return nil
-end
-
--- A pair {payload, score} as producers pack it: the payload's encoding, its bytes, the score.
-local function split_pair(pair)
-  if pair:byte(1) ~= 0x92 then return nil end
-  local stop, first = string_at(pair, 2)
-  if not stop or stop > #pair then return nil end
-  local score = cmsgpack.unpack(pair:sub(stop))
-  if type(score) ~= 'number' then return nil end
-  return pair:sub(2, stop - 1), pair:sub(first, stop - 1), score
-end
-
-local NUMBER_SIZE = { [0xcc] = 2, [0xd0] = 2, [0xcd] = 3, [0xd1] = 3, [0xca] = 5, [0xce] = 5, [0xd2] = 5,
-  [0xcb] = 9, [0xcf] = 9, [0xd3] = 9 }
-
--- The position after the msgpack number starting at i (nil: not a number).
-local function number_at(s, i)
-  local b = s:byte(i)
-  if not b then return nil end
-  if b < 0x80 or b >= 0xe0 then return i + 1 end
-  local size = NUMBER_SIZE[b]
-  return size and i + size
-end
-
-
--- The stored list with the new pairs appended, and how many of its oldest payloads were dropped
--- for the limit; nil when the general merge must decide.
-local function appended(stored, entry)
-  local count, body, last
-  local b = stored:byte(1)
-  if b == 0x92 then  -- one payload, as its producer packed it
-    local encoded, _, score = split_pair(stored)
-    if not encoded then return nil end
-    count, body, last = 2, encoded .. cmsgpack.pack(score), score
-  elseif b == 0xdd and stored:byte(-9) == 0xcb then
-    count = struct.unpack('>I4', stored, 2)
-    last = struct.unpack('>d', stored, #stored - 7)
-    body = stored:sub(6, -10) .. cmsgpack.pack(last)
-  else
+-- The merge's helpers are built by appender() on the first id that is queued already: a push of new ids
+-- does not pay for their closures (a fixed cost of every call, like the library's).
+local function appender()
+  rare()
+  -- The position after a msgpack string starting at i, and where its bytes start (nil: not a string).
+  local function string_at(s, i)
+    local b = s:byte(i)
+    if not b then return nil end
+    if b >= 0xa0 and b <= 0xbf then return i + 1 + b - 0xa0, i + 1 end
+    if b == 0xd9 or b == 0xc4 then return i + 2 + s:byte(i + 1), i + 2 end
+    if b == 0xda or b == 0xc5 then return i + 3 + struct.unpack('>I2', s, i + 1), i + 3 end
+    if b == 0xdb or b == 0xc6 then return i + 5 + struct.unpack('>I4', s, i + 1), i + 5 end
     return nil
   end
-  local parts, seen = { body }, {}
-  for k = 2, #entry do
-    local encoded, bytes, score = split_pair(entry[k])
-    -- not (score > last) rather than score <= last: a NaN score goes the long way too
-    if not encoded or not (score > last) then return nil end  -- luacheck: ignore 581
-    -- equal payloads merge (the lower score wins): any occurrence of these bytes goes the long way
-    if string.find(stored, bytes, 1, true) then return nil end
-    for _, other in ipairs(seen) do
-      if string.find(other, bytes, 1, true) or string.find(bytes, other, 1, true) then return nil end
-    end
-    seen[#seen + 1] = bytes
-    if k > 2 then parts[#parts + 1] = cmsgpack.pack(last) end
-    parts[#parts + 1] = encoded
-    last = score
-    count = count + 2
+
+  -- A pair {payload, score} as producers pack it: the payload's encoding, its bytes, the score.
+  local function split_pair(pair)
+    if pair:byte(1) ~= 0x92 then return nil end
+    local stop, first = string_at(pair, 2)
+    if not stop or stop > #pair then return nil end
+    local score = cmsgpack.unpack(pair:sub(stop))
+    if type(score) ~= 'number' then return nil end
+    return pair:sub(2, stop - 1), pair:sub(first, stop - 1), score
   end
-  -- past SPILL_AT the id's payloads spill: the general merge moves them
-  if count / 2 > SPILL_AT then return nil end
-  local all, cut = table.concat(parts), 0
-  if limit > 0 and count / 2 > limit then
-    if overflow ~= 'drop_oldest' then return nil end
-    cut = count / 2 - limit
-    local at = 1
-    for _ = 1, cut do
-      at = string_at(all, at)
-      at = at and number_at(all, at)
-      if not at then return nil end
-    end
-    all, count = all:sub(at), count - 2 * cut
+
+  local NUMBER_SIZE = { [0xcc] = 2, [0xd0] = 2, [0xcd] = 3, [0xd1] = 3, [0xca] = 5, [0xce] = 5, [0xd2] = 5,
+    [0xcb] = 9, [0xcf] = 9, [0xd3] = 9 }
+
+  -- The position after the msgpack number starting at i (nil: not a number).
+  local function number_at(s, i)
+    local b = s:byte(i)
+    if not b then return nil end
+    if b < 0x80 or b >= 0xe0 then return i + 1 end
+    local size = NUMBER_SIZE[b]
+    return size and i + size
   end
-  return appendable(count, all, last), cut
+
+
+  -- The stored list with the new pairs appended, and how many of its oldest payloads were dropped
+  -- for the limit; nil when the general merge must decide.
+  local function appended(stored, entry)
+    local count, body, last
+    local b = stored:byte(1)
+    if b == 0x92 then  -- one payload, as its producer packed it
+      local encoded, _, score = split_pair(stored)
+      if not encoded then return nil end
+      count, body, last = 2, encoded .. cmsgpack.pack(score), score
+    elseif b == 0xdd and stored:byte(-9) == 0xcb then
+      count = struct.unpack('>I4', stored, 2)
+      last = struct.unpack('>d', stored, #stored - 7)
+      body = stored:sub(6, -10) .. cmsgpack.pack(last)
+    else
+      return nil
+    end
+    local parts, seen = { body }, {}
+    for k = 2, #entry do
+      local encoded, bytes, score = split_pair(entry[k])
+      -- not (score > last) rather than score <= last: a NaN score goes the long way too
+      if not encoded or not (score > last) then return nil end  -- luacheck: ignore 581
+      -- equal payloads merge (the lower score wins): any occurrence of these bytes goes the long way
+      if string.find(stored, bytes, 1, true) then return nil end
+      for _, other in ipairs(seen) do
+        if string.find(other, bytes, 1, true) or string.find(bytes, other, 1, true) then return nil end
+      end
+      seen[#seen + 1] = bytes
+      if k > 2 then parts[#parts + 1] = cmsgpack.pack(last) end
+      parts[#parts + 1] = encoded
+      last = score
+      count = count + 2
+    end
+    -- past SPILL_AT the id's payloads spill: the general merge moves them
+    if count / 2 > SPILL_AT then return nil end
+    local all, cut = table.concat(parts), 0
+    if limit > 0 and count / 2 > limit then
+      if overflow ~= 'drop_oldest' then return nil end
+      cut = count / 2 - limit
+      local at = 1
+      for _ = 1, cut do
+        at = string_at(all, at)
+        at = at and number_at(all, at)
+        if not at then return nil end
+      end
+      all, count = all:sub(at), count - 2 * cut
+    end
+    return appendable(count, all, last), cut
+  end
+  return appended
 end
+local appended = nil
 
 -- The incoming pairs of the n-th id, decoded: {payload, score, ...}.
 local function incoming_of(n)
+  rare()
   local incoming = {}
   for _, b in ipairs({ blobs[n], unpack(more[n] or {}) }) do
     local pair = decode(b)
@@ -178,6 +189,7 @@ local held = 0
 local arrived = {}
 local function versions(n) return 1 + #(more[n] or {}) end
 if ARGV[7] == '1' then
+  rare()
   local kept_ids, kept_due, kept_blobs, kept_more, kept_groups = {}, {}, {}, {}, {}
   for n, id in ipairs(ids) do
     if redis.call('HEXISTS', K_M_PAYLOADS, id) == 1 then
@@ -195,6 +207,7 @@ end
 
 -- 'reject' writes nothing of the slice when any id would pass the cap: every id is checked first.
 if limit > 0 and overflow == 'reject' then
+  rare()
   for c = 1, #ids, CHUNK do
     local last = math.min(c + CHUNK - 1, #ids)
     local existing = redis.call('HMGET', K_PAYLOADS, unpack(ids, c, last))
@@ -212,10 +225,13 @@ if limit > 0 and overflow == 'reject' then
   end
 end
 
-local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
--- Fairness indexes (docs/fairness.md): only in shards that hold grouped ids, or get their first now.
-local grouped_shard = redis.call('EXISTS', K_GROUP_OF) == 1
-local fair_shard = redis.call('EXISTS', K_GROUPS) == 1
+-- Fairness indexes (docs/fairness.md): only in shards that hold grouped ids, or get their first now. One
+-- EXISTS for both keys: most shards have neither, and a call saved is a fixed cost of every push.
+local grouped_shard, fair_shard = false, false
+if redis.call('EXISTS', K_GROUP_OF, K_GROUPS) > 0 then
+  grouped_shard = redis.call('EXISTS', K_GROUP_OF) == 1
+  fair_shard = redis.call('EXISTS', K_GROUPS) == 1
+end
 local moved = {}  -- ids whose queued perform_in debounce moved: id, perform_in, ...
 local earliest = nil
 local payload_args, ready_args, lex_args = {}, {}, {}
@@ -229,12 +245,16 @@ for c = 1, #ids, CHUNK do
     local entry = nil
     if queued or more[n] then entry = { due[n], blob, unpack(more[n] or {}) } end
     local fast, cut
-    if queued then fast, cut = appended(queued, entry) end
+    if queued then
+      appended = appended or appender()
+      fast, cut = appended(queued, entry)
+    end
     if fast then
       blob = fast
       dropped = dropped + cut
     elseif entry then
       -- Merging: decode everything (a long list is spilled: its merge costs the same whatever it holds)
+      rare()
       dropped = dropped + payloads_merge(id, queued, incoming_of(n), limit)
       blob = nil
     end
@@ -277,23 +297,29 @@ for c = 1, #ids, CHUNK do
     end
   end
 end
+-- The shard's earliest job before the writes, for the wake-up below; read only when this push brings new ids
+-- (a merge never makes the shard's earliest job earlier), so a push of merges does without it.
+local head = nil
+if ARGV[6] and earliest then head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES') end
 call_chunked('HSET', K_PAYLOADS, payload_args, 2)
 call_chunked('ZADD', K_READY, ready_args, 2)
 call_chunked('ZADD', K_LEX, lex_args, 2)
 for i = 1, #moved, 2 do redis.call('ZADD', K_READY, time_score(moved[i + 1]), moved[i]) end
 if grouped_shard or fair_shard then
+  rare()
   for i = 1, #ready_args, 2 do
     group_requeued(ready_args[i + 1], secs(ready_args[i]))
   end
   for i = 1, #moved, 2 do group_requeued(moved[i], moved[i + 1]) end
 end
 if dropped > 0 then redis.call('HINCRBY', K_COUNTERS, 'dropped', dropped) end
+if #tagged_ids > 0 then rare() end
 for _, id in ipairs(tagged_ids) do tags_add(id, id_tags[id]) end
 if #tagged_ids > 0 then
   for _, entry in ipairs(arrived) do entry[5] = id_tags[entry[1]] end  -- the tags each version brought
 end
 history_add(history_length(ARGV[11]), 'enq', { arrived, dropped })
-if ARGV[6] and earliest and (#head == 0 or earliest < secs(head[2])) then
+if head and (#head == 0 or earliest < secs(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end
 return { #ids + held, dropped }
