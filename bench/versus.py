@@ -35,6 +35,10 @@ Workloads:
 - ``enqueue-spread``: ``--jobs`` (100,000) jobs in ``perform_async`` calls of 10,000 into a worker of 1,000
   shards (about 10 ids per push script), and the same into 5 shards: jobs/s, Redis CPU and this process's CPU
   per job, and the 1,000 shards' jobs/s over the 5 shards' (issue 39's "enqueue into 1,000 shards").
+- ``enqueue-shards``: ``--jobs`` (100,000) distinct ids enqueued in calls of 10,000 into 5, 100 and 1,000
+  shards (``--rounds`` each, their median): jobs/s, Redis CPU per job, memory per queued job (INFO
+  used_memory delta, and the perform_in zsets alone by MEMORY USAGE). A side with integer microsecond
+  scores enqueues into shards already migrated (their writers write microseconds).
 """
 
 from __future__ import annotations
@@ -56,9 +60,10 @@ from typing import Any
 
 from . import ROOT
 
-WORKLOADS = ("fairness-plain", "server-blank", "enqueue-one", "aenqueue-one", "enqueue-spread")
+WORKLOADS = ("fairness-plain", "server-blank", "enqueue-one", "aenqueue-one", "enqueue-spread", "enqueue-shards")
 DEFAULT_JOBS = {"fairness-plain": 20_000, "server-blank": 100_000, "enqueue-one": 5_000, "aenqueue-one": 5_000,
-                "enqueue-spread": 100_000}
+                "enqueue-spread": 100_000, "enqueue-shards": 100_000}
+ENQUEUE_SHARDS = (5, 100, 1000)
 # metric key, column title, format; the first is the one the ratios headline
 METRICS = {
     "fairness-plain": [("drain_per_s", "drain jobs/s", "{:,.0f}"), ("push_per_s", "push jobs/s", "{:,.0f}"),
@@ -85,6 +90,12 @@ METRICS = {
                        ("few_jobs_per_s", "jobs/s into 5 shards", "{:,.0f}"),
                        ("few_usec_per_job", "Redis CPU per job, 5 shards (µs)", "{:.2f}"),
                        ("spread_ratio", "1,000 shards' jobs/s over 5 shards'", "{:.3f}")],
+    "enqueue-shards": [
+        *[(f"enqueue_{n}_per_s", f"enqueue, {n:,} shards, jobs/s", "{:,.0f}") for n in ENQUEUE_SHARDS],
+        *[(f"usec_{n}", f"Redis CPU per job, {n:,} shards (EVALSHA µs)", "{:.1f}") for n in ENQUEUE_SHARDS],
+        *[(f"bytes_{n}", f"used_memory per queued job, {n:,} shards", "{:.1f}") for n in ENQUEUE_SHARDS],
+        *[(f"zset_bytes_{n}", f"perform_in zsets per job, {n:,} shards (MEMORY USAGE)", "{:.1f}")
+          for n in ENQUEUE_SHARDS]],
 }
 WHICH = "import lowkiq; print(lowkiq.__file__)"
 
@@ -373,10 +384,59 @@ def enqueue_spread(url: str, jobs: int, rounds: int) -> dict[str, Any]:
     return {**out, "lowkiq": lowkiq.__file__}
 
 
+def enqueue_shards(url: str, jobs: int, rounds: int) -> dict[str, Any]:
+    """``jobs`` distinct ids enqueued in calls of 10,000 into 5, 100 and 1,000 shards: jobs/s, Redis CPU per job,
+    and memory per queued job (INFO used_memory delta; and the perform_in zsets alone, MEMORY USAGE). A side
+    that has integer microsecond scores enqueues into migrated shards, as its servers leave them."""
+    import redis
+
+    import lowkiq
+    from lowkiq.store import lua
+
+    try:
+        from lowkiq.store import score_units
+    except ImportError:
+        score_units = None  # the older side: seconds
+    client = redis.Redis.from_url(url)
+    out: dict[str, Any] = {"lowkiq": lowkiq.__file__}
+    for shards in ENQUEUE_SHARDS:
+        results = []
+        for _ in range(rounds):
+            client.flushall()
+            worker = type(f"Shards{shards}", (lowkiq.Worker,), {"shards_count": shards,
+                                                                "perform": lambda self, payloads_by_id: None})
+            runtime = lowkiq.configure(workers=[worker], redis_url=url)
+            keys = runtime.queue(worker).keys
+            if score_units is not None:
+                lua.run_many(runtime.client, [score_units.migrate_call(shard) for shard in keys.shards()])
+            worker.perform_async([{"id": "warm", "payload": "0"}])  # scripts loaded, layout recorded
+            batches = [[{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + SLICE))]
+                       for start in range(0, jobs, SLICE)]
+            used = int(client.info("memory")["used_memory"])
+            client.config_resetstat()
+            started = time.perf_counter()
+            for batch in batches:
+                worker.perform_async(batch)
+            seconds = time.perf_counter() - started
+            usec = int(client.info("commandstats").get("cmdstat_evalsha", {"usec": 0})["usec"])
+            grown = int(client.info("memory")["used_memory"]) - used
+            pipe = client.pipeline(transaction=False)
+            for shard in keys.shards():
+                pipe.memory_usage(shard.ids_by_perform_in_zset, samples=0)
+            zsets = sum(int(n or 0) for n in pipe.execute())
+            runtime.close()
+            results.append((jobs / seconds, usec / jobs, grown / jobs, zsets / (jobs + 1)))
+        out[f"enqueue_{shards}_per_s"] = statistics.median(r[0] for r in results)
+        out[f"usec_{shards}"] = statistics.median(r[1] for r in results)
+        out[f"bytes_{shards}"] = statistics.median(r[2] for r in results)
+        out[f"zset_bytes_{shards}"] = statistics.median(r[3] for r in results)
+    return out
+
+
 CHILDREN: dict[str, Callable[[str, int, int], dict[str, Any]]] = {
     "fairness-plain": fairness_plain, "server-blank": server_blank, "enqueue-one": enqueue_one,
     "aenqueue-one": lambda url, jobs, rounds: enqueue_one(url, jobs, rounds, awaited=True),
-    "enqueue-spread": enqueue_spread}
+    "enqueue-spread": enqueue_spread, "enqueue-shards": enqueue_shards}
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from .duties.id_history_trim import IdHistoryTrim
 from .duties.minute_totals import MinuteTotals
 from .duties.replica_counts import ReplicaCounts
 from .duties.schedule_ticks import ScheduleTicks
+from .duties.score_migration import ScoreMigration
 from .holdings import Holdings, shard_id
 from .shard_pool import LOST as POOL_LOST
 from .shard_pool import RELEASE as POOL_RELEASE
@@ -108,7 +109,8 @@ class Keeper:
                                           MinuteTotals(self.client, self.workers, runtime.clock), trim,
                                           DayStatsFlush(self.client),
                                           DependencyReleases(self.client, self.holdings),
-                                          DependencyAudit(self.client, self.holdings, self.workers, self.redis_clock))
+                                          DependencyAudit(self.client, self.holdings, self.workers, self.redis_clock),
+                                          ScoreMigration(self.wire, self.holdings, lambda: self.members))
                               if d is not None], report=self.duty_failed)
         self.duties.next_at.update(trim_after_a_while)
         self.thread = threading.Thread(target=self.run, name="lowkiq-keeper", daemon=True)

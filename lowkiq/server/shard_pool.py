@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..store import codec
 from ..store.leases import Lease
 from . import schedulers
 from .assignment import ShardId
@@ -316,10 +317,21 @@ def heads(client: Transport, leases: Sequence[Lease]) -> list[float | None]:
     holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
     pipe = client.pipeline(transaction=False)
     for lease in leases:
-        pipe.zrange(lease.keys.ids_by_perform_in_zset, 0, 0, withscores=True)
+        queue = lease.keys.ids_by_perform_in_zset
+        pipe.zrange(queue, 0, 0, withscores=True)
+        # the earliest microseconds score: a seconds one first (an older producer's) may be later than it
+        pipe.zrangebyscore(queue, codec.US_AT, "+inf", start=0, num=1, withscores=True)
         pipe.zrange(lease.keys.groups_zset, 0, 0, withscores=True)
     replies = pipe.execute()
-    return [(groups or head)[0][1] if head else None for head, groups in zip(replies[::2], replies[1::2])]
+    out: list[float | None] = []
+    for head, micro, groups in zip(replies[::3], replies[1::3], replies[2::3]):
+        if not head:
+            out.append(None)
+        elif groups:
+            out.append(float(groups[0][1]))  # group scores are seconds
+        else:
+            out.append(min([codec.seconds(head[0][1]), *(codec.seconds(score) for _, score in micro)]))
+    return out
 
 
 def pooled(settings: Settings) -> bool:

@@ -22,6 +22,30 @@ def text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
+# Time scores in Redis (perform_in, a dead job's updated_at): seconds as floats before layout 3, integer
+# microseconds in a shard its migration marked. The units never overlap: below US_AT a score is seconds (until
+# the year 33658), at or above it microseconds, so a reader understands both (_lib.lua, docs/redis.md).
+US_AT = 1e12
+# The latest perform_in a producer may write as seconds: a later one would read as microseconds (as early as
+# 1970), so it is written as this, as far from now as it was before.
+LATEST_SECONDS = 999_999_999_999.0
+
+
+def seconds(raw: Any) -> float:
+    """A stored time score in seconds, whichever unit it was written in."""
+    value = float(raw)
+    return value / 1_000_000 if value >= US_AT else value
+
+
+def time_ranges(lo: str, hi: str) -> list[tuple[str, str]]:
+    """A ``lo``..``hi`` range of seconds ('' unbounded) as the two raw score ranges that hold it: the seconds
+    scores and the microseconds ones (ZCOUNT each and add)."""
+    in_seconds = (lo or "-inf", hi if hi and float(hi) < US_AT else f"({US_AT:.0f}")
+    lo_us = f"{max(US_AT, round(float(lo) * 1_000_000)):.0f}" if lo else f"{US_AT:.0f}"
+    hi_us = f"{round(float(hi) * 1_000_000):.0f}" if hi else "+inf"
+    return [in_seconds, (lo_us, hi_us)]
+
+
 # What a record some other writer corrupted raises when read: shown as broken, never fatal to a page.
 CORRUPT = (ValueError, TypeError, IndexError, msgpack.UnpackException)
 
@@ -63,7 +87,7 @@ def processing_record(job_id: str, blob: bytes, load_payload: Callable[[bytes], 
         return Job(
             id=job_id,
             payloads=[(_tolerant(load_payload, raw), score) for raw, score in pairs],
-            perform_in=float(perform_in),
+            perform_in=seconds(perform_in),
             retry_count=int(retry_count),
             error=text,
             traceback=traceback,
@@ -80,7 +104,7 @@ def morgue_job(job_id: str, blob: bytes, updated_at: Any, error: bytes | None,
     return MorgueJob(
         id=job_id,
         payloads=payloads(blob, load_payload),
-        updated_at=float(updated_at),
+        updated_at=seconds(updated_at),
         error=text,
         traceback=traceback,
     )

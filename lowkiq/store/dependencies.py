@@ -85,7 +85,7 @@ def enqueue(client: Transport, worker: type[Worker], jobs: Sequence[PreparedJob]
         for n, job in enumerate(level):
             keys = _keys_of(worker, job.id)
             parks.append(("depend_park", keys, (
-                job.id, waits[n], "" if job.perform_in is None else repr(job.perform_in), job.payload,
+                job.id, waits[n], "" if job.perform_in is None else repr(min(job.perform_in, codec.LATEST_SECONDS)), job.payload,
                 "" if job.score is None else repr(job.score), job.group or "", WAKE_CHANNEL, keys.wake_message,
                 history, msgpack.packb(list(job.tags)) if job.tags else "", *watched[n])))
         lua.run_many(client, parks)

@@ -130,7 +130,7 @@ def heads(client: Transport, keys: QueueKeys, now: float) -> list[ShardHead]:
         pairs = list(zip(head[0::2], head[1::2])) if head and not isinstance(head[0], (list, tuple)) else head
         if pairs:
             member, score = pairs[0]
-            perform_in = float(score)
+            perform_in = codec.seconds(score)
             out.append(ShardHead(index, codec.text(member), perform_in, max(0.0, now - perform_in), queued))
         else:
             out.append(ShardHead(index, None, None, 0.0, queued))

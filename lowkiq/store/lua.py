@@ -75,6 +75,7 @@ NAMES = (
     "depend_deliver",
     "tagged",
     "group_pause",
+    "scores_migrate",
 )
 
 Call = tuple[str, Keyset, Sequence[Any]]

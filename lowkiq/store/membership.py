@@ -18,6 +18,8 @@ from typing import Any
 from .keys import WAKE_CHANNEL, MemberKeys
 
 MEMBER_KEYS = MemberKeys()
+# What this version's heartbeat says of time scores: it reads integer microseconds (store/score_units.py).
+SCORES = "us"
 RUNNING, DRAINING = "running", "draining"
 
 
@@ -47,6 +49,8 @@ class Member:
     failing: tuple[Mapping[str, Any], ...] = ()
     # a suspect batch its other threads wait for: {"worker", "shard", "ids", "thread", "since", "for_at_most"}
     waiting: Mapping[str, Any] | None = None
+    # "us" when it reads time scores in integer microseconds (store/score_units.py); "" for an older version
+    scores: str = ""
 
     @property
     def name(self) -> str:
@@ -98,6 +102,7 @@ def info(*, threads: int, version: str, state: str, started_ms: int, queues: Seq
         "name": stable_name,
         "shards": {q: sorted(indexes) for q, indexes in shards.items() if indexes},
         "ttl_ms": ttl_ms,
+        "scores": SCORES,
         **({"failing": list(failing)} if failing else {}),
         **({"waiting": dict(waiting)} if waiting else {}),
     }, separators=(",", ":"))
@@ -126,6 +131,7 @@ def parse(member_id: str, raw: bytes | str | None, expires_ms: float) -> Member 
             ttl_ms=int(data.get("ttl_ms", 0)),
             failing=tuple(_failure(f) for f in data.get("failing") or ()),
             waiting=dict(data["waiting"]) if isinstance(data.get("waiting"), dict) else None,
+            scores=str(data.get("scores") or ""),
         )
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None

@@ -28,7 +28,7 @@ from ..transport import Batch, NodeReply, Transport, as_transport
 from ..transport.errors import first_error
 from ..transport.resp import pack
 from ..transport.slots import key_slot, keyset_slot
-from . import eviction, group_metrics, membership, pausing
+from . import codec, eviction, group_metrics, membership, pausing
 from .group_metrics import GroupMetrics
 from .keys import QueueKeys, ShardKeys
 from .membership import Member
@@ -243,7 +243,7 @@ def _head_score(reply: Any) -> float | None:
     if not reply:
         return None
     pair = reply[0] if isinstance(reply[0], (list, tuple)) else reply
-    return float(pair[1])
+    return codec.seconds(pair[1])
 
 
 def _parse_info(raw: Any) -> dict[str, Any]:

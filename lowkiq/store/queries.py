@@ -143,7 +143,7 @@ class Queries:
                 commands.append((shard.retried_ids_lex_zset, ("ZLEXCOUNT", shard.retried_ids_lex_zset, *lex)))
             elif order_by == "perform_in":
                 key = shard.ids_by_perform_in_zset
-                commands.append((key, ("ZCOUNT", key, lo or "-inf", hi or "+inf")))
+                commands += [(key, ("ZCOUNT", key, *bounds)) for bounds in codec.time_ranges(lo, hi)]
             else:
                 # Fresh jobs count as retry_count -1 and are not in the retry index: they are the id index.
                 if (lo == "" or float(lo) <= -1) and (hi == "" or float(hi) >= -1):
@@ -205,7 +205,7 @@ class Queries:
                 commands.append((key, ("ZLEXCOUNT", key, f"[{lo}" if lo else "-", f"[{hi}" if hi else "+")))
             else:
                 key = shard.morgue_ids_by_updated_at_zset
-                commands.append((key, ("ZCOUNT", key, lo or "-inf", hi or "+inf")))
+                commands += [(key, ("ZCOUNT", key, *bounds)) for bounds in codec.time_ranges(lo, hi)]
         return commands
 
     def morgue_ids(self, order_by: str = "updated_at", *, min: Any = None, max: Any = None,

@@ -22,6 +22,7 @@ from ..jobs import Job, MorgueJob, PreparedJob
 from ..transport import PartialWrite, Transport
 from ..transport.errors import out_of_memory
 from . import codec, lua
+from .codec import LATEST_SECONDS
 from .keys import WAKE_CHANNEL, QueueKeys
 from .leases import Lease, fenced, ttl_ms
 
@@ -120,8 +121,9 @@ class Queue:
             # The Lua side stores a new job's payload list as given: encode it here, in C. A default
             # score travels as a float64 placeholder that the script overwrites in place.
             shard = crc32(job.id.encode()) % shards_count
+            at = job.perform_in
             by_shard[shard].extend(
-                (job.id, "" if job.perform_in is None else repr(job.perform_in),
+                (job.id, "" if at is None else repr(at if at < LATEST_SECONDS else LATEST_SECONDS),
                  pack((job.payload, 0.0 if job.score is None else job.score)), job.score is None)
             )
             if job.group is not None:

@@ -19,7 +19,8 @@ local function depend_settle(id, record)
   local queued = redis.call('HEXISTS', K_PAYLOADS, id) == 1
   local processing = redis.call('HEXISTS', K_PROCESSING, id) == 1
   local waiting = redis.call('HEXISTS', K_DEP_PARKED, id) == 1
-  local dead_at = tonumber(redis.call('ZSCORE', K_M_UPDATED, id) or false)
+  local dead_at = redis.call('ZSCORE', K_M_UPDATED, id)
+  dead_at = dead_at and secs(dead_at)
   local kept = { acks }
   for i = 2, #record do
     local w = record[i]
@@ -59,7 +60,7 @@ local function depend_enqueue(id, perform_in, payload, score, group, tags)
   payloads_merge(id, existing, { payload, score }, 0)
   if tags and tags ~= '' then tags_add(id, cmsgpack.unpack(tags)) end
   if existing then return { id, 1, 'merged', false } end
-  redis.call('ZADD', K_READY, num(perform_in), id)
+  redis.call('ZADD', K_READY, time_score(perform_in), id)
   redis.call('ZADD', K_LEX, 0, id)
   if group and group ~= '' then
     redis.call('HSET', K_GROUP_OF, id, group)

@@ -62,7 +62,7 @@ local function matches(id, index, lo, hi, content)
     if not score and redis.call('HEXISTS', K_PAYLOADS, id) == 1 then score = -1 end
   end
   if not score then return false end
-  score = tonumber(score)
+  if index == 'retry_count' then score = tonumber(score) else score = secs(score) end
   return (lo == '' or score >= tonumber(lo)) and (hi == '' or score <= tonumber(hi))
 end
 

@@ -42,12 +42,15 @@ local function group_put(id, group, perform_in)
   local prefix = group_prefix(group)
   local old = redis.call('ZSCORE', K_GREADY, id)
   if old then
-    redis.call('ZREM', K_GLEX, prefix .. sortable(tonumber(old)) .. id)
+    redis.call('ZREM', K_GLEX, prefix .. sortable(secs(old)) .. id)
   else
     group_count(group, 1)  -- a move inside the queue (debounce, perform now, a merge) counts nothing
   end
-  redis.call('ZADD', K_GREADY, num(perform_in), id)
-  redis.call('ZADD', K_GLEX, 0, prefix .. sortable(perform_in) .. id)
+  -- K_GREADY holds K_READY's score as written (its unit too); K_GLEX and K_GROUPS hold seconds, read back
+  -- from that score, so that the id's removal finds the same member
+  local stored = time_score(perform_in)
+  redis.call('ZADD', K_GREADY, stored, id)
+  redis.call('ZADD', K_GLEX, 0, prefix .. sortable(secs(stored)) .. id)
   group_due(group, perform_in)
 end
 
@@ -56,7 +59,7 @@ local function group_drop(id, group)
   local old = redis.call('ZSCORE', K_GREADY, id)
   if not old then return end
   redis.call('ZREM', K_GREADY, id)
-  redis.call('ZREM', K_GLEX, group_prefix(group) .. sortable(tonumber(old)) .. id)
+  redis.call('ZREM', K_GLEX, group_prefix(group) .. sortable(secs(old)) .. id)
   group_count(group, -1)
 end
 

@@ -5,7 +5,7 @@
 -- renewed it in time, so another process may take it over at any moment).
 local function refusal(grant, now_ms)
   local lease = redis.call('HMGET', K_LEASE, 'grant', 'state', 'expires_ms', 'owner', 'cfg_epoch', 'fence', 'history',
-    'thread', 'performing')
+    'thread', 'performing', 'scores')
   if lease[1] ~= grant or lease[2] ~= 'held' then
     return redis.error_reply('FENCED ' .. K_LEASE .. ' is not held by grant ' .. tostring(grant))
   end
@@ -15,6 +15,7 @@ local function refusal(grant, now_ms)
   end
   LEASE = { owner = lease[4], cfg_epoch = lease[5], fence = lease[6], history = lease[7], thread = lease[8],
     performing = lease[9] }
+  US_MODE = lease[10] == 'us'
   return nil
 end
 

@@ -47,3 +47,36 @@ local function clock_now(arg)
   if arg ~= '' then now = tonumber(arg) end
   return now, now_ms
 end
+
+-- Time scores (perform_in, a dead job's updated_at). Before layout 3 they were seconds as floats; a shard whose
+-- lease hash says scores = 'us' is written in integer microseconds, which Redis keeps in small sorted sets
+-- (listpacks) as integers, cheaper to compare and store. The two units never overlap: a score below US_AT is
+-- seconds (until the year 33658), at or above it microseconds (any time after 1970-01-12), so a reader
+-- understands either, whoever wrote it: a producer of an older version still writes seconds (docs/redis.md,
+-- "Upgrading").
+local US_AT = 1e12
+
+-- A stored time score (a string or a number) in seconds, whichever unit it was written in.
+local function secs(raw)
+  local v = tonumber(raw)
+  if v >= US_AT then return v / 1000000 end
+  return v
+end
+
+-- Seconds as an integer microseconds score.
+local function us_text(seconds)
+  return string.format('%d', math.floor(seconds * 1000000 + 0.5))
+end
+
+-- Whether this shard's time scores are written in microseconds (read once per call).
+local US_MODE = nil
+local function us_mode()
+  if US_MODE == nil then US_MODE = redis.call('HGET', K_LEASE, 'scores') == 'us' end
+  return US_MODE
+end
+
+-- Seconds as this shard writes a time score.
+local function time_score(seconds)
+  if us_mode() then return us_text(seconds) end
+  return num(seconds)
+end

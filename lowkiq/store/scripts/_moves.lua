@@ -42,7 +42,7 @@ local function index_retry_count(id, retry_count)
   end
 end
 
--- Puts a job into the queue, merging with a queued job of the same id.
+-- Puts a job into the queue, merging with a queued job of the same id (perform_in in seconds).
 -- keep_schedule: a new job keeps the queued job's perform_in, retry_count and error;
 -- otherwise (failed or requeued job) the incoming values win.
 local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedule)
@@ -54,7 +54,7 @@ local function queue_put(id, payloads, perform_in, retry_count, err, keep_schedu
     payloads_store(id, payloads, nil)
   end
   if existing and keep_schedule then return end
-  redis.call('ZADD', K_READY, num(perform_in), id)
+  redis.call('ZADD', K_READY, time_score(perform_in), id)
   group_requeued(id, perform_in)
   if existing or retry_count >= 0 then
     index_retry_count(id, retry_count)
@@ -77,7 +77,7 @@ local function morgue_put(id, payloads, updated_at, err)
     redis.call('ZADD', K_M_LEX, 0, id)
   end
   redis.call('HSET', K_M_PAYLOADS, id, encode(payloads))
-  redis.call('ZADD', K_M_UPDATED, num(updated_at), id)
+  redis.call('ZADD', K_M_UPDATED, time_score(updated_at), id)
   if err then redis.call('HSET', K_M_ERRORS, id, err) end
 end
 

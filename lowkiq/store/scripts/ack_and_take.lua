@@ -94,7 +94,7 @@ if fair then
     return redis.call('ZRANGE', K_READY, hi, hi)[1]
   end
 
-  -- A group's oldest queued id and its perform_in (as Redis wrote it), or nil when it has none.
+  -- A group's oldest queued id and its perform_in (as Redis wrote it, in either unit), or nil when it has none.
   local function group_head(group)
     local id
     if group == '' then
@@ -121,7 +121,7 @@ if fair then
         redis.call('ZREM', K_GROUPS, group)
         redis.call('HDEL', K_GTURNS, group)
       else
-        local at = tonumber(perform_in)
+        local at = secs(perform_in)
         local turn = redis.call('HGET', K_GTURNS, group)
         if turn then at = math.max(at, tonumber(turn)) end
         if at <= score then return group, score, id, perform_in end
@@ -143,7 +143,7 @@ if fair then
       if not group then break end
       if blocked and blocked[group] then
         skip = skip + 1  -- at its limit: it keeps its place, the next group goes
-      elseif tonumber(perform_in) > now then
+      elseif secs(perform_in) > now then
         skip = skip + 1  -- its turn came, its job did not: the next group may be due
       else
         ready[#ready + 1] = id
@@ -166,7 +166,7 @@ if fair then
       local group, score, _, perform_in = group_at(rank, 16)
       if not group then return nil end
       if not (blocked and blocked[group]) then
-        if tonumber(perform_in) <= now then score = math.min(score, now) end
+        if secs(perform_in) <= now then score = math.min(score, now) end
         return num(score)
       end
     end
@@ -180,6 +180,7 @@ local head_known = false  -- head is the queue's next perform_in, or nil because
 local taken = nil
 if limit > 0 then
   local ready
+  local prefix = true  -- the ids taken are the first of K_READY by rank
   if fair then
     ready = fair_take(limit)
   else
@@ -189,19 +190,42 @@ if limit > 0 then
     -- than it takes.
     local RANK_READ = 16
     local first
+    local us = us_mode()
+    local now_us = now * 1000000
     if limit <= RANK_READ then
       first = redis.call('ZRANGE', K_READY, 0, limit, 'WITHSCORES')
       head_known = #first <= 2 * limit  -- the whole queue: nothing is left past it
     else
-      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
+      first = redis.call('ZRANGEBYSCORE', K_READY, '-inf', us and us_text(now) or now, 'WITHSCORES', 'LIMIT', 0, limit + 1)
     end
     ready = {}
+    local waiting = nil  -- a seconds score not due yet, where microsecond ones behind it may be
     for i = 1, #first, 2 do
-      if i > 2 * limit or tonumber(first[i + 1]) > now then
+      if i > 2 * limit then
         head, head_known = first[i + 1], true
         break
       end
+      local score = tonumber(first[i + 1])
+      -- each score compared in its own unit, so that none is taken early (_lib.lua, US_AT)
+      if score >= US_AT then
+        if score > now_us then
+          head, head_known = first[i + 1], true
+          break
+        end
+      elseif score > now then
+        head, head_known = first[i + 1], true
+        if us then waiting = score end
+        break
+      end
       ready[i], ready[i + 1] = first[i], first[i + 1]
+    end
+    if waiting then
+      -- Seconds sort before microseconds: a seconds job an older producer scheduled later must not hold
+      -- back the due ones written in microseconds. Rare (seconds are converted by the migration), bounded.
+      local want = limit - #ready / 2
+      local more = redis.call('ZRANGEBYSCORE', K_READY, US_AT, us_text(now), 'WITHSCORES', 'LIMIT', 0, want)
+      for i = 1, #more, 2 do ready[#ready + 1], ready[#ready + 2] = more[i], more[i + 1] end
+      if #more > 0 then prefix = false end  -- taken past the seconds job that waits: not a prefix
     end
   end
   if #ready > 0 then
@@ -231,7 +255,7 @@ if limit > 0 then
         spill_remove(id)
       end
       if any_crashes and not suspect then suspect = redis.call('HEXISTS', K_CRASHES, id) == 1 end
-      local record = cmsgpack.pack(retry_count, tonumber(perform_in), err) .. payloads
+      local record = cmsgpack.pack(retry_count, secs(perform_in), err) .. payloads
       ids[#ids + 1] = id
       processing[#processing + 1] = id
       processing[#processing + 1] = record
@@ -241,7 +265,12 @@ if limit > 0 then
     call_chunked('HSET', K_PROCESSING, processing, 2)
     -- The rotation took its ids out of K_READY one by one; otherwise they are the first #ids by rank (the due
     -- prefix read above), removed by rank without looking each one up.
-    if not fair then redis.call('ZREMRANGEBYRANK', K_READY, 0, #ids - 1) end
+    -- (A take past a seconds job not yet due, in a shard that holds both units, removes its ids by name.)
+    if not fair and prefix then
+      redis.call('ZREMRANGEBYRANK', K_READY, 0, #ids - 1)
+    elseif not fair then
+      call_chunked('ZREM', K_READY, ids, 1)
+    end
     call_chunked('ZREM', K_LEX, ids, 1)
     call_chunked('HDEL', K_PAYLOADS, ids, 1)
     if any_retries then
@@ -277,10 +306,20 @@ end
 
 if fair then
   head = fair_head()
-elseif not head_known then
-  local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
-  if #first > 0 then head = first[2] end
+else
+  if not head_known then
+    local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+    if #first > 0 then head = first[2] end
+  end
+  if head and tonumber(head) < US_AT and us_mode() then
+    -- a seconds score first (an older producer's, or one the migration has not reached): the earliest
+    -- microseconds one may still be earlier, and the server waits for the head
+    local micro = redis.call('ZRANGEBYSCORE', K_READY, US_AT, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    if #micro > 0 and secs(micro[2]) < tonumber(head) then head = micro[2] end
+  end
 end
+-- the server reads seconds
+if head and tonumber(head) >= US_AT then head = num(secs(head)) end
 if taken or #acked > 0 then history_held(history, 'run', ARGV[5], acked, taken or {}, ahead and taken ~= nil and #taken > 1) end
 out[1] = head or false
 return out

@@ -42,7 +42,9 @@ if #records > 0 then redis.call('DEL', K_PROCESSING) end
 if #morgued > 0 then redis.call('HINCRBY', K_COUNTERS, 'failed', #morgued) end
 
 -- Queues written before retried ids had their own id index list them as fresh: move them, once.
-if redis.call('HGET', K_LEASE, 'layout') ~= '2' then
+-- (layout 3, integer microsecond scores, comes after: scores_migrate.lua)
+local layout = redis.call('HGET', K_LEASE, 'layout')
+if layout ~= '2' and layout ~= '3' then
   local retried = redis.call('ZRANGE', K_RETRIES, 0, -1)
   if #retried > 0 then
     call_chunked('ZREM', K_LEX, retried, 1)

@@ -43,7 +43,7 @@ local perform_in = math.max(tonumber(parking[2]), now)
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
 local arrived = depend_enqueue(id, perform_in, parking[3], parking[4], parking[5], parking[8])
 history_add(history_length(), 'enq', { { arrived }, 0 })
-if arrived[3] == 'new' and (#head == 0 or perform_in < tonumber(head[2])) then
+if arrived[3] == 'new' and (#head == 0 or perform_in < secs(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end
 return 'queued'

@@ -32,7 +32,7 @@ end
 local head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
 local arrived = depend_enqueue(id, perform_in, ARGV[4], score, ARGV[6], ARGV[10])
 history_add(history_length(ARGV[9]), 'enq', { { arrived }, 0 })
-if arrived[3] == 'new' and (#head == 0 or perform_in < tonumber(head[2])) then
+if arrived[3] == 'new' and (#head == 0 or perform_in < secs(head[2])) then
   redis.call('PUBLISH', ARGV[7], ARGV[8])
 end
 return 0

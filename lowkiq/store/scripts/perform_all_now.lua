@@ -6,17 +6,28 @@
 local now = clock_now(ARGV[2])
 local later
 if ARGV[3] == 'all' then
-  later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. num(now), '+inf', 'LIMIT', 0, tonumber(ARGV[4]))
+  local limit = tonumber(ARGV[4])
+  if us_mode() then
+    -- later seconds scores (an older producer's), then later microseconds ones: each in its own unit
+    later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. num(now), '(' .. US_AT, 'LIMIT', 0, limit)
+    if #later < limit then
+      local micro = redis.call('ZRANGEBYSCORE', K_READY, '(' .. us_text(now), '+inf', 'LIMIT', 0, limit - #later)
+      for _, id in ipairs(micro) do later[#later + 1] = id end
+    end
+  else
+    later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. num(now), '+inf', 'LIMIT', 0, limit)
+  end
 else
   later = {}
   for _, id in ipairs(target_ids(3, K_READY)) do
     local score = redis.call('ZSCORE', K_READY, id)
-    if score and tonumber(score) > now then later[#later + 1] = id end
+    if score and secs(score) > now then later[#later + 1] = id end
   end
 end
 local args = {}
+local stored = time_score(now)
 for _, id in ipairs(later) do
-  args[#args + 1] = num(now)
+  args[#args + 1] = stored
   args[#args + 1] = id
 end
 call_chunked('ZADD', K_READY, args, 2)

@@ -51,6 +51,7 @@ end
 -- One slot per distinct id (most calls hold each id once): its due time and first pair, and
 -- further pairs of the same id in `more`.
 local now_text = num(now)
+local now_us = us_mode() and us_text(now)  -- a shard written in integer microseconds (_lib.lua): now, formatted once
 local index, ids, due, blobs, more, groups = {}, {}, {}, {}, {}, {}
 for i = 1, #jobs, 4 do
   local id, perform_in, blob = jobs[i], jobs[i + 1], jobs[i + 2]
@@ -269,7 +270,7 @@ for c = 1, #ids, CHUNK do
     if queued and debounce and not redis.call('ZSCORE', K_RETRIES, id) then
       -- a merge into an id that never ran: run once the burst is over, at most debounce_max after its
       -- oldest queued payload came
-      local was = tonumber(redis.call('ZSCORE', K_READY, id))
+      local was = secs(redis.call('ZSCORE', K_READY, id))
       local first = tonumber(redis.call('HGET', K_FIRST, id) or now)
       local at = math.max(was, math.min(now + debounce, first + (debounce_max or 10 * debounce)))
       if at > was then
@@ -289,7 +290,7 @@ for c = 1, #ids, CHUNK do
       local at = due[n]
       local when = at == now_text and now or tonumber(at)
       if earliest == nil or when < earliest then earliest = when end
-      ready_args[#ready_args + 1] = at
+      ready_args[#ready_args + 1] = now_us and (at == now_text and now_us or us_text(when)) or at
       ready_args[#ready_args + 1] = id
       lex_args[#lex_args + 1] = 0
       lex_args[#lex_args + 1] = id
@@ -303,12 +304,11 @@ if ARGV[6] and earliest then head = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCO
 call_chunked('HSET', K_PAYLOADS, payload_args, 2)
 call_chunked('ZADD', K_READY, ready_args, 2)
 call_chunked('ZADD', K_LEX, lex_args, 2)
-for i = 1, #moved, 2 do redis.call('ZADD', K_READY, num(moved[i + 1]), moved[i]) end
+for i = 1, #moved, 2 do redis.call('ZADD', K_READY, time_score(moved[i + 1]), moved[i]) end
 if grouped_shard or fair_shard then
   rare()
   for i = 1, #ready_args, 2 do
-    local at = ready_args[i]
-    group_requeued(ready_args[i + 1], at == now_text and now or tonumber(at))
+    group_requeued(ready_args[i + 1], secs(ready_args[i]))
   end
   for i = 1, #moved, 2 do group_requeued(moved[i], moved[i + 1]) end
 end
@@ -319,7 +319,7 @@ if #tagged_ids > 0 then
   for _, entry in ipairs(arrived) do entry[5] = id_tags[entry[1]] end  -- the tags each version brought
 end
 history_add(history_length(ARGV[11]), 'enq', { arrived, dropped })
-if head and (#head == 0 or earliest < tonumber(head[2])) then
+if head and (#head == 0 or earliest < secs(head[2])) then
   redis.call('PUBLISH', ARGV[5], ARGV[6])
 end
 return { #ids + held, dropped }

@@ -153,6 +153,7 @@ if ARGV[1] == 'jobs' or ARGV[1] == 'morgue_jobs' then
       if spilled then held = spilled end
       local retries = (queued and redis.call('ZSCORE', K_RETRIES, id)) or false
       local err, esize, tb, tsize = error_parts(redis.call('HGET', errors_key, id), error_cap)
+      if tonumber(score) >= US_AT then score = num(secs(score)) end  -- callers read seconds
       rows[#rows + 1] = {shown, held, #blob, cut, score, retries, err, esize, tb, tsize}
     else
       rows[#rows + 1] = false
@@ -214,6 +215,14 @@ if index == 'id' then
   return out
 end
 
+-- Time scores: bounds and cursor come in seconds; a shard written in microseconds pages in its own unit (its
+-- seconds scores, an older producer's not yet converted, sort first and stay outside a bounded page).
+local timed = (index == 'perform_in' or index == 'morgue_updated_at') and us_mode()
+if timed then
+  if min ~= '' then min = us_text(tonumber(min)) end
+  if max ~= '' then max = us_text(tonumber(max)) end
+  if after_score ~= '' then after_score = us_text(tonumber(after_score)) end
+end
 local lo = (min ~= '' and min) or '-inf'
 local hi = (max ~= '' and max) or '+inf'
 local first
@@ -269,7 +278,7 @@ while #out < 2 * limit do
     local score = tonumber(chunk[i + 1])
     if (desc and score < bound) or (not desc and score > bound) then return out end
     out[#out + 1] = chunk[i]
-    out[#out + 1] = chunk[i + 1]
+    out[#out + 1] = (timed and score >= US_AT and num(secs(score))) or chunk[i + 1]
     if #out >= 2 * limit then break end
   end
   if #chunk < 2 * STEP then break end
