@@ -16,47 +16,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from typing import Any
 
 import lowkiq
 from lowkiq.store import lua, score_units
 
 from .common import hold
+from .enqueue_cost import enqueue_into
 from .redis_server import RedisServer
 
 CALL = 10_000
 
 
 def one_run(url: str, client: Any, shards: int, micro: bool, jobs: int) -> dict[str, float]:
-    client.flushall()
-    worker = type(f"Scores{shards}", (lowkiq.Worker,), {"shards_count": shards, "__module__": __name__,
-                                                       "perform": lambda self, payloads_by_id: None})
-    runtime = lowkiq.configure(workers=[worker], redis_url=url)
-    try:
-        keys = runtime.queue(worker).keys
-        if micro:
-            lua.run_many(runtime.client, [score_units.migrate_call(shard) for shard in keys.shards()])
-        worker.perform_async([{"id": "warm", "payload": "0"}])  # scripts loaded, layout recorded
-        batches = [[{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + CALL))]
-                   for start in range(0, jobs, CALL)]
-        used = int(client.info("memory")["used_memory"])
-        client.config_resetstat()
-        started = time.perf_counter()
-        for batch in batches:
-            worker.perform_async(batch)
-        seconds = time.perf_counter() - started
-        stats = client.info("commandstats")
-        grown = int(client.info("memory")["used_memory"]) - used
-        pipe = client.pipeline(transaction=False)
-        for shard in keys.shards():
-            pipe.memory_usage(shard.ids_by_perform_in_zset, samples=0)
-        zsets = sum(int(n or 0) for n in pipe.execute())
-    finally:
-        runtime.close()
-    return {"rate": jobs / seconds, "evalsha": stats.get("cmdstat_evalsha", {"usec": 0})["usec"] / jobs,
-            "zadd": stats.get("cmdstat_zadd", {"usec": 0})["usec"] / jobs, "bytes": grown / jobs,
-            "zset_bytes": zsets / (jobs + 1)}
+    return enqueue_into(url, client, f"Scores{shards}", shards, jobs, CALL, micro)
 
 
 def drain_run(url: str, client: Any, micro: bool, jobs: int, batch: int) -> float:

@@ -388,48 +388,23 @@ def enqueue_shards(url: str, jobs: int, rounds: int) -> dict[str, Any]:
     """``jobs`` distinct ids enqueued in calls of 10,000 into 5, 100 and 1,000 shards: jobs/s, Redis CPU per job,
     and memory per queued job (INFO used_memory delta; and the perform_in zsets alone, MEMORY USAGE). A side
     that has integer microsecond scores enqueues into migrated shards, as its servers leave them."""
+    import importlib.util
+
     import redis
 
     import lowkiq
-    from lowkiq.store import lua
 
-    try:
-        from lowkiq.store import score_units
-    except ImportError:
-        score_units = None  # the older side: seconds
+    from .enqueue_cost import enqueue_into
+
+    micro = importlib.util.find_spec("lowkiq.store.score_units") is not None  # the older side: seconds
     client = redis.Redis.from_url(url)
     out: dict[str, Any] = {"lowkiq": lowkiq.__file__}
     for shards in ENQUEUE_SHARDS:
-        results = []
-        for _ in range(rounds):
-            client.flushall()
-            worker = type(f"Shards{shards}", (lowkiq.Worker,), {"shards_count": shards,
-                                                                "perform": lambda self, payloads_by_id: None})
-            runtime = lowkiq.configure(workers=[worker], redis_url=url)
-            keys = runtime.queue(worker).keys
-            if score_units is not None:
-                lua.run_many(runtime.client, [score_units.migrate_call(shard) for shard in keys.shards()])
-            worker.perform_async([{"id": "warm", "payload": "0"}])  # scripts loaded, layout recorded
-            batches = [[{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + SLICE))]
-                       for start in range(0, jobs, SLICE)]
-            used = int(client.info("memory")["used_memory"])
-            client.config_resetstat()
-            started = time.perf_counter()
-            for batch in batches:
-                worker.perform_async(batch)
-            seconds = time.perf_counter() - started
-            usec = int(client.info("commandstats").get("cmdstat_evalsha", {"usec": 0})["usec"])
-            grown = int(client.info("memory")["used_memory"]) - used
-            pipe = client.pipeline(transaction=False)
-            for shard in keys.shards():
-                pipe.memory_usage(shard.ids_by_perform_in_zset, samples=0)
-            zsets = sum(int(n or 0) for n in pipe.execute())
-            runtime.close()
-            results.append((jobs / seconds, usec / jobs, grown / jobs, zsets / (jobs + 1)))
-        out[f"enqueue_{shards}_per_s"] = statistics.median(r[0] for r in results)
-        out[f"usec_{shards}"] = statistics.median(r[1] for r in results)
-        out[f"bytes_{shards}"] = statistics.median(r[2] for r in results)
-        out[f"zset_bytes_{shards}"] = statistics.median(r[3] for r in results)
+        results = [enqueue_into(url, client, f"Shards{shards}", shards, jobs, SLICE, micro) for _ in range(rounds)]
+        out[f"enqueue_{shards}_per_s"] = statistics.median(r["rate"] for r in results)
+        out[f"usec_{shards}"] = statistics.median(r["evalsha"] for r in results)
+        out[f"bytes_{shards}"] = statistics.median(r["bytes"] for r in results)
+        out[f"zset_bytes_{shards}"] = statistics.median(r["zset_bytes"] for r in results)
     return out
 
 
