@@ -21,7 +21,7 @@ import redis
 
 from ..store import lua, permits
 from ..store.keys import GroupKeys
-from ..store.leases import Lease, fenced, ttl_ms
+from ..store.leases import UNTAKE_GROUP, Lease, fenced, ttl_ms, untake_call
 from ..store.queue import Taken
 
 log = logging.getLogger("lowkiq.server")
@@ -137,7 +137,7 @@ class GroupLimits:
                 entry[1].update(held)
         if refused:
             with fenced():
-                self.run([permits.untake_call(lease.keys, lease.grant, sorted(refused))])
+                self.run([untake_call(lease, sorted(refused), UNTAKE_GROUP)])
             kept = [(job, g) for job, g in zip(taken.jobs, groups) if job.id not in refused]
             taken.jobs = [job for job, _ in kept]
             taken.groups = [g for _, g in kept]

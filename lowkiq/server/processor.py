@@ -285,8 +285,7 @@ class Processor:
 
     def _before_perform(self, handler: ShardHandler) -> None:
         handler.prepare()
-        if handler.lease.remaining() < self.settings.min_perform_budget:
-            self._renew(handler.lease)
+        self._renew_if_short(handler.lease)
         self.in_flight = handler.lease
 
     def _read_nudges(self) -> None:
@@ -374,8 +373,7 @@ class Processor:
                 return False
         elif any(kind != GIVE and asked is lease for kind, asked, _ in tuple(self.inbox)):
             return False
-        if lease.remaining() < self.settings.min_perform_budget:
-            self._renew(lease)
+        self._renew_if_short(lease)
         return True
 
     def _give_back(self, lease: Lease, release: bool) -> bool:
@@ -643,6 +641,11 @@ class Processor:
                         self.number, exc)
 
     # -- leases and failures -------------------------------------------------
+
+    def _renew_if_short(self, lease: Lease) -> None:
+        """Renew the lease when less than ``min_perform_budget`` is left of it: a perform starts only with that much."""
+        if lease.remaining() < self.settings.min_perform_budget:
+            self._renew(lease)
 
     def _renew(self, lease: Lease) -> None:
         sent_at = time.monotonic()

@@ -20,7 +20,7 @@ from ..errors import PartialFailure, TimeLimitExceeded
 from ..events import SILENT, Bus
 from ..middleware import run_chain
 from ..store import lua, stops
-from ..store.leases import Lease, fenced
+from ..store.leases import UNTAKE_AHEAD, Lease, fenced, untake_call
 from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from ..worker import Worker
@@ -186,7 +186,7 @@ class ShardHandler:
 
     def _untake(self, ids: list[str]) -> None:
         with fenced():
-            self._run([("untake", self.lease.keys, (self.lease.grant, "ahead", *ids))])
+            self._run([untake_call(self.lease, ids, UNTAKE_AHEAD)])
 
     def _settle_before_stop(self, done: list[str], rest: list[str]) -> None:
         """The process stops after a perform raised a BaseException: the run's performed ids are acknowledged

@@ -27,6 +27,7 @@ from .. import stored_error
 from ..transport import Transport, as_transport
 from . import codec, lua
 from .keys import QueueKeys, ShardKeys
+from .leases import UNTAKE_AHEAD
 
 # Entries per round trip of a walk: one XREVRANGE of this many costs Redis well under a millisecond.
 PAGE = 500
@@ -213,7 +214,7 @@ class IdHistories:
                             reason="its server could not tell whether its outcome was written")
         elif kind == "untake":
             if job_id in _ids(d[0]):
-                ahead = len(d) > 1 and _s(d[1]) == "ahead"
+                ahead = len(d) > 1 and _s(d[1]) == UNTAKE_AHEAD
                 yield Event(at, "restored", server, thread, token,
                             reason="taken ahead, not started: its server stopped or handed the shard over first"
                             if ahead else "its group was at its limit (group_concurrency or group_rate_limit): back "

@@ -198,5 +198,14 @@ def renew_call(lease: Lease) -> tuple[str, ShardKeys, tuple[Any, ...]]:
     return ("renew", lease.keys, (lease.grant, ttl_ms(lease.ttl), job_id, since_ms))
 
 
+# Why ids taken into processing go back untaken (untake.lua), told in each id's history.
+UNTAKE_GROUP = "group"  # its group had no permit to start (docs/fairness.md)
+UNTAKE_AHEAD = "ahead"  # taken ahead, its server stopped or handed the shard over first (docs/take-ahead.md)
+
+
+def untake_call(lease: Lease, ids: Sequence[str], why: str) -> tuple[str, ShardKeys, tuple[Any, ...]]:
+    return ("untake", lease.keys, (lease.grant, why, *ids))
+
+
 def release_call(lease: Lease, acked: Sequence[str] = ()) -> tuple[str, ShardKeys, tuple[Any, ...]]:
     return ("release", lease.keys, (lease.grant, *acked))

@@ -66,6 +66,3 @@ def extend_call(group: GroupKeys, ttl_ms: int, members: Sequence[str]) -> Call:
 def release_call(group: GroupKeys, members: Sequence[str]) -> Call:
     return ("permit_release", group, tuple(members))
 
-
-def untake_call(keys: ShardKeys, grant: str, ids: Sequence[str]) -> Call:
-    return ("untake", keys, (grant, "group", *ids))
