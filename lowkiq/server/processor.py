@@ -37,11 +37,12 @@ from ..store.leases import Lease, LeaseRefused, fenced, renew_call, verify
 from ..store.queue import Queue, Taken
 from ..transport.errors import REDIS_ERRORS
 from . import group_limits, schedulers
+from .heads import HeadsProbe
 from .holdings import Holdings, ShardOwner
 from .process_isolation import close_thread_children
 from .shard_handler import Ack, ShardHandler, StopProcess
 from .shard_pool import LOST as POOL_LOST
-from .shard_pool import Entry, ShardPool, heads
+from .shard_pool import Entry, ShardPool
 from .suspect_batches import SuspectBatches
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class Processor:
         self._instances: dict[type[Worker], Worker] = {}
         self._queues: dict[type[Worker], Queue] = {}
         self.handlers: list[ShardHandler] = []
+        self._heads: HeadsProbe | None = None  # the probe of the handlers' shards, made again when they change
         self.scheduler: schedulers.Scheduler | None = None
         self.inbox: deque[tuple[str, Lease, bool]] = deque()
         # (queue name, shard) of the shards served, replaced whole: read by the waker's thread
@@ -328,7 +330,11 @@ class Processor:
     def probe(self) -> list[float | None]:
         """Every served shard's earliest perform_in, one pipelined round trip of plain reads. A shard that
         holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
-        return heads(self.client, [h.lease for h in self.handlers])
+        leases = [h.lease for h in self.handlers]
+        probe = self._heads
+        if probe is None or len(probe.leases) != len(leases) or any(a is not b for a, b in zip(probe.leases, leases)):
+            self._heads = probe = HeadsProbe(leases)
+        return probe.read(self.client)
 
     # -- shards coming and going -------------------------------------------
 

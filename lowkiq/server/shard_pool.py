@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..store import codec
 from ..store.leases import Lease
 from . import schedulers
 from .assignment import ShardId
+from .heads import HeadsProbe
 from .holdings import shard_id
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class ShardPool:
         self.idle: set[threading.Event] = set()  # the threads waiting for work: a shard checked in wakes them
         self.busy: set[int] = set()  # indexes of the shards checked out now
         self.arrivals: deque[Lease] = deque()  # added by the keeper, pooled under the lock by the next caller
+        self.heads = HeadsProbe([])  # the probe of the pooled shards, rebuilt with them
 
     # -- the keeper's side ------------------------------------------------------------------------
 
@@ -293,6 +294,7 @@ class ShardPool:
         for index, entry in enumerate(self.entries):
             entry.index = index
         self.busy = {e.index for e in self.entries if e.holder is not None}
+        self.heads = HeadsProbe([e.lease for e in self.entries])
         if not self.entries:
             self.scheduler = None
             return
@@ -301,7 +303,7 @@ class ShardPool:
         self.scheduler = schedulers.build(self.settings, context)
 
     def _probe(self) -> Sequence[float | None]:
-        return heads(self.client, [entry.lease for entry in self.entries])
+        return self.heads.read(self.client)
 
     def _wake(self) -> None:
         for wake in self.wakes:
@@ -310,28 +312,6 @@ class ShardPool:
     def _wake_idle(self) -> None:
         for wake in list(self.idle):
             wake.set()
-
-
-def heads(client: Transport, leases: Sequence[Lease]) -> list[float | None]:
-    """Each shard's earliest perform_in (None: empty), one pipelined round trip of plain reads. A shard that
-    holds grouped jobs answers its next group's place in the round robin instead (docs/fairness.md)."""
-    pipe = client.pipeline(transaction=False)
-    for lease in leases:
-        queue = lease.keys.ids_by_perform_in_zset
-        pipe.zrange(queue, 0, 0, withscores=True)
-        # the earliest microseconds score: a seconds one first (an older producer's) may be later than it
-        pipe.zrangebyscore(queue, codec.US_AT, "+inf", start=0, num=1, withscores=True)
-        pipe.zrange(lease.keys.groups_zset, 0, 0, withscores=True)
-    replies = pipe.execute()
-    out: list[float | None] = []
-    for head, micro, groups in zip(replies[::3], replies[1::3], replies[2::3]):
-        if not head:
-            out.append(None)
-        elif groups:
-            out.append(float(groups[0][1]))  # group scores are seconds
-        else:
-            out.append(min([codec.seconds(head[0][1]), *(codec.seconds(score) for _, score in micro)]))
-    return out
 
 
 def pooled(settings: Settings) -> bool:

@@ -146,7 +146,7 @@ def test_the_earliest_head_is_found_across_units(r, clock):
     q = queue()
     lease = held_lease(q, q.shard_of(old))
     assert q.ack_and_take(None, (lease, 0)).next_perform_in == pytest.approx(now + 60, abs=1e-3)
-    from lowkiq.server.shard_pool import heads
+    from lowkiq.server.heads import heads
     [head] = heads(q.client, [lease])
     assert head == pytest.approx(now + 60, abs=1e-3)
 
