@@ -1,8 +1,8 @@
 """bench.async_io's lowkiq side: an async worker whose perform awaits each id's work once, then records every
 version of the id in order (the peers' script, bench/peers/marks.py, loaded by path as in bench/apps/ordering.py).
 
-BENCH_SHARDS_COUNT (500) shards, BENCH_CONCURRENCY (200) batches in flight on the server's event loop;
-BENCH_BLANK=1: a blank perform (no await, nothing recorded) for the shape runs.
+BENCH_SHARDS_COUNT (500) shards, BENCH_CONCURRENCY (200) batches in flight on the server's event loop. Lowkiq's
+shape with blank async performs is bench/apps/blank.py's (BENCH_ASYNC=1).
 """
 
 import asyncio

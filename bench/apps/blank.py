@@ -1,7 +1,8 @@
 """Lowkiq's benchmark shape: an empty perform.
 
 BENCH_SHARDS_COUNT, BENCH_BATCH_SIZE and BENCH_TAKE_AHEAD (the worker's take_ahead; unset: the default) shape
-the worker; BENCH_SUBSCRIBER=noop adds an
+the worker; BENCH_ASYNC=1 makes its perform ``async def`` (an async worker on the server's event loop, its
+``concurrency`` BENCH_CONCURRENCY, default the shards' count); BENCH_SUBSCRIBER=noop adds an
 events subscriber that does nothing. The only work
 done per batch is what the measurement needs: the first perform stores its
 start time, and the perform that brings the count of ids to BENCH_EXPECTED
@@ -31,16 +32,26 @@ class BlankWorker(lowkiq.Worker):
     if os.environ.get("BENCH_TAKE_AHEAD"):  # code from before take-ahead ignores the attribute
         take_ahead = int(os.environ["BENCH_TAKE_AHEAD"])
 
-    def perform(self, payloads_by_id):
-        global _done
-        with _lock:
-            first = _done == 0
-            _done += len(payloads_by_id)
-            last = _done == EXPECTED
-        if first:
-            _marks.set("bench:first", repr(time.time()), nx=True)  # with --processes, the first of all
-        if last:
-            _marks.set("bench:last", repr(time.time()))
+    if os.environ.get("BENCH_ASYNC") == "1":
+        concurrency = int(os.environ.get("BENCH_CONCURRENCY", str(shards_count)))
+
+        async def perform(self, payloads_by_id):
+            _mark(len(payloads_by_id))
+    else:
+        def perform(self, payloads_by_id):
+            _mark(len(payloads_by_id))
+
+
+def _mark(performed):
+    global _done
+    with _lock:
+        first = _done == 0
+        _done += performed
+        last = _done == EXPECTED
+    if first:
+        _marks.set("bench:first", repr(time.time()), nx=True)  # with --processes, the first of all
+    if last:
+        _marks.set("bench:last", repr(time.time()))
 
 
 def _ignore(event):
