@@ -11,7 +11,9 @@ bench/apps/async_io.py), arq (``max_jobs`` 200), saq (``concurrency`` 200) and t
 
 Reported per contender and round: versions applied out of order, ids left at an older version, seconds from
 the first version sent to the last applied, jobs/s (versions over those seconds), and how long the producer
-took to send. ``--smoke`` runs 300 versions over 30 ids. ``--batch N`` sends the versions N at a time: lowkiq's
+took to send. ``--smoke`` runs 300 versions over 30 ids. ``--drain N`` measures lowkiq's server alone instead: N
+distinct ids (no merging: each one a perform of 50 ms) queued before the server starts, then drained at
+concurrency 200; jobs/s, the server's CPU per job and Redis's (``INFO commandstats``), ``--rounds`` times. ``--batch N`` sends the versions N at a time: lowkiq's
 producer in one ``perform_async`` call of N jobs (its bulk enqueue), the peers' as N sends awaited together with
 ``asyncio.gather`` (none of arq, saq, taskiq has a bulk enqueue); a burst's versions of one id may then reach a
 peer's queue in any order.
@@ -24,7 +26,7 @@ import os
 import statistics
 import sys
 
-from .common import log
+from .common import LowkiqServer, log
 from .ordering import Contender, Outcome, _module, _taskiq, disordered, run_rounds, versions
 from .peers import arq_env
 
@@ -81,6 +83,48 @@ def table(outcomes: dict[Contender, list[Outcome]], total: int, ids: int, rounds
     return "\n".join(lines)
 
 
+def drain(count: int) -> tuple[float, float, float]:
+    """``count`` distinct ids queued, then drained by lowkiq's async worker: (jobs/s, server CPU µs per job,
+    Redis CPU µs per job). Timed from the first version applied to the last (bench:applied's count)."""
+    import time
+
+    import lowkiq
+
+    from .peers.marks import APPLIED
+    from .redis_server import RedisServer
+
+    with RedisServer() as redis_server:
+        os.environ["BENCH_REDIS_URL"] = redis_server.url
+        worker = type("AsyncIoWorker", (lowkiq.Worker,), {"shards_count": SHARDS, "batch_size": 1,
+                                                          "__module__": __name__,
+                                                          "perform": lambda self, payloads_by_id: None})
+        runtime = lowkiq.configure(workers=[worker], redis_url=redis_server.url)
+        try:
+            jobs = [{"id": f"d{n}", "payload": {"v": 1, "w": WORK_MS}} for n in range(count)]
+            for start in range(0, count, 1_000):
+                worker.perform_async(jobs[start : start + 1_000])
+        finally:
+            runtime.close()
+        client = redis_server.client()
+        client.config_resetstat()
+        with LowkiqServer("async_io", redis_server.url, threads=2,
+                          env={"BENCH_REDIS_URL": redis_server.url}) as server:
+            deadline = time.monotonic() + 300
+            first = None
+            while (applied := int(client.get(APPLIED) or 0)) < count:
+                if applied and first is None:
+                    first = time.perf_counter()
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the server applied {applied:,} of {count:,} in 300 s")
+                server.check_alive()
+                time.sleep(0.005)
+            seconds = time.perf_counter() - (first or time.perf_counter())
+            cpu = server.ps.cpu_times()
+            used = sum(stats["usec"] for name, stats in client.info("commandstats").items()
+                       if name == "cmdstat_evalsha")
+        return count / max(seconds, 1e-9), (cpu.user + cpu.system) / count * 1e6, used / count
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.async_io", description=__doc__.split("\n\n")[0])
     parser.add_argument("--versions", type=int, default=10_000)
@@ -91,7 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1,
                         help="the producers send this many versions at a time: lowkiq in one perform_async call, "
                              "the peers (no bulk enqueue) as that many sends awaited together (default 1: one by one)")
+    parser.add_argument("--drain", type=int, default=0, metavar="N",
+                        help="lowkiq's server alone: N distinct ids queued beforehand, drained at concurrency 200")
     args = parser.parse_args(argv)
+    if args.drain:
+        for _ in range(args.rounds):
+            rate, server_us, redis_us = drain(args.drain)
+            log(f"drained {args.drain:,} ids at {rate:,.0f} jobs/s; the server's CPU {server_us:,.0f} µs per job "
+                f"(its start included), Redis's scripts {redis_us:,.1f} µs per job; load {os.getloadavg()[0]:.2f}")
+        return 0
     os.environ["BENCH_PRODUCER_BATCH"] = str(args.batch)  # read by every producer (bench/peers/marks.py)
     total, ids = (300, 30) if args.smoke else (args.versions, args.ids)
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}

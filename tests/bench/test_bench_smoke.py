@@ -35,3 +35,17 @@ def test_ordering_workload_runs_in_smoke_mode_and_lowkiq_keeps_every_id_in_order
     assert sorted({name for name, _ in by_queue}) == ["arq", "dramatiq", "lowkiq", "rq", "saq", "streaq", "taskiq"]
     [lowkiq] = [row for name, row in by_queue if name == "lowkiq"]
     assert lowkiq[2:4] == ["0", "0"], lowkiq  # versions applied out of order, ids left at an older version
+
+
+@pytest.mark.slow
+def test_async_io_bench_runs_in_smoke_mode_and_its_drain_drains_every_id():
+    done = subprocess.run([sys.executable, "-m", "bench.async_io", "--smoke", "--rounds", "1", "--only", "lowkiq"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    [lowkiq] = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| lowkiq ")]
+    assert lowkiq[2:4] == ["0", "0"], lowkiq  # versions applied out of order, ids left at an older version
+    done = subprocess.run([sys.executable, "-m", "bench.async_io", "--drain", "200", "--rounds", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.search(r"drained 200 ids at [\d,]+ jobs/s; the server's CPU [\d,]+ µs per job", done.stdout + done.stderr), \
+        done.stdout[-3000:] + done.stderr[-3000:]
