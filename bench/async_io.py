@@ -15,8 +15,8 @@ took to send. ``--smoke`` runs 300 versions over 30 ids. ``--drain N`` measures 
 distinct ids (no merging: each one a perform of 50 ms) queued before the server starts, then drained at
 concurrency 200; jobs/s, the server's CPU per job and Redis's (``INFO commandstats``), ``--rounds`` times.
 ``--batch N`` sends the versions N at a time: lowkiq's producer in one ``perform_async`` call of N jobs (its bulk
-enqueue), the peers' as N sends awaited together with ``asyncio.gather`` (none of arq, saq, taskiq has a bulk enqueue); a burst's versions of one id may then reach a
-peer's queue in any order.
+enqueue), the peers' as N sends awaited together with ``asyncio.gather`` (none of arq, saq, taskiq has a bulk
+enqueue); a burst's versions of one id may then reach a peer's queue in any order.
 """
 
 from __future__ import annotations
