@@ -8,6 +8,10 @@ At ``time_limit`` the perform's task is cancelled: the perform sees ``asyncio.Ca
 ``await`` and the batch fails with ``TimeLimitExceeded``. A perform that suppresses the cancellation goes
 on: it keeps its shard (nothing else of the shard runs meanwhile), and ``IGNORED_AFTER`` seconds later it is
 logged and reported (event ``time_limit_ignored``); the console's busy page flags it as over its limit.
+
+Take-ahead (docs/take-ahead.md) works as for a thread: a quick perform's shard is taken several ids at a
+time and they are awaited one by one, in order; a perform that awaits longer than the window is taken one id
+at a time, and ``concurrency`` serves it instead.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..middleware import arun_chain
 from ..store.queue import Taken
 from ..worker import is_coroutine
 from .process_isolation import IGNORED_AFTER
-from .shard_handler import Ack, ShardHandler
+from .shard_handler import Ack, ShardHandler, StopProcess
 
 if TYPE_CHECKING:
     from ..jobs import MorgueJob
@@ -36,17 +40,67 @@ T = TypeVar("T")
 Offload = Callable[..., Awaitable[Any]]
 
 
+async def _carry_on(handler: ShardHandler) -> bool:
+    return True
+
+
 class AsyncShardHandler(ShardHandler):
     """A shard of an async worker that one slot of the ``AsyncExecutor`` has checked out."""
 
-    takes_ahead = False  # its performs await I/O: more batches in flight serve it, not ids taken ahead
-
     offload: Offload  # set by the slot: runs a blocking call on the executor's threads
+    # ``between`` on the loop, set by the slot: whether the next id taken ahead may start (a renewal, when the
+    # lease's budget is low, on the executor's threads)
+    abetween: Callable[[ShardHandler], Awaitable[bool]]
     task: asyncio.Task[BaseException | None] | None = None  # the perform running now
     _morgued: list[MorgueJob] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.abetween = _carry_on
+
     async def aperform(self, taken: Taken) -> Ack | None:
-        """``ShardHandler.perform`` for an async worker: the pending ack, or None when the batch failed."""
+        """``ShardHandler.perform`` for an async worker: the batch, or the ids of a take-ahead run one at a time.
+        An async perform that awaits I/O for longer than the window is taken one id at a time: its pace says so
+        (lowkiq.server.take_ahead); more batches in flight (``concurrency``) serve it instead."""
+        if self._ahead == 1:
+            return await self.aperform_batch(taken)
+        if len(taken.jobs) > 1:
+            return await self.aperform_ahead(taken)
+        started = time.perf_counter()
+        try:
+            return await self.aperform_batch(taken)
+        finally:
+            self.pace.record(time.perf_counter() - started)
+
+    async def aperform_ahead(self, taken: Taken) -> Ack | None:
+        """``ShardHandler.perform_ahead`` on the loop: each id in its own perform, in the order taken; the ids not
+        started when the slot says stop go back untouched in one step."""
+        jobs = taken.jobs
+        done: list[str] = []
+        lease = self.lease
+        try:
+            for i, job in enumerate(jobs):
+                if i and not await self.abetween(self):
+                    if lease.lost is None:  # a lost lease's ids are the new holder's to put back
+                        await self.offload(self._untake, [j.id for j in jobs[i:]])
+                    break
+                one = Taken([job], taken.next_perform_in, taken.poisoned.get(job.id))
+                lease.performing = (job.id, time.monotonic())
+                started = time.perf_counter()
+                try:
+                    ack = await self.aperform_batch(one)
+                except StopProcess:
+                    await self.offload(self._settle_before_stop, done, [j.id for j in jobs[i + 1:]])
+                    raise
+                self.pace.record(time.perf_counter() - started)
+                if ack is not None:
+                    done.append(job.id)
+        finally:
+            lease.performing = None
+        return Ack(self, done) if done else None
+
+    async def aperform_batch(self, taken: Taken) -> Ack | None:
+        """One batch awaited on the loop: the pending ack, or None when the batch failed."""
         if taken.error is not None:
             await self._afail(taken, taken.error, None)
             return None

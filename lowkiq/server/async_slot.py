@@ -89,7 +89,17 @@ class AsyncSlot(Processor):
         handler = super()._handler(lease)
         assert isinstance(handler, AsyncShardHandler)
         handler.offload = self.executor.offload
+        handler.abetween = self._amay_go_on
         return handler
+
+    async def _amay_go_on(self, handler: ShardHandler) -> bool:
+        """``_may_go_on`` on the loop: the checks there, the renewal (a round trip) on the executor's threads."""
+        lease = handler.lease
+        if not self._may_start(lease):
+            return False
+        if lease.remaining() < self.settings.min_perform_budget:
+            await self.executor.offload(self._renew_if_short, lease)
+        return True
 
     async def arun(self) -> None:
         """The slot's loop: ``Processor.run``'s, its blocking steps offloaded."""

@@ -368,9 +368,15 @@ class Processor:
 
     def _may_go_on(self, handler: ShardHandler) -> bool:
         """Between two ids taken ahead (docs/take-ahead.md): whether the next may start, with its lease renewed
-        when its budget is low. Not when the process stops, or gives the shard up or lost it meanwhile: the
-        ids not started go back to the queue then, before the shard is released."""
-        lease = handler.lease
+        when its budget is low."""
+        if not self._may_start(handler.lease):
+            return False
+        self._renew_if_short(handler.lease)
+        return True
+
+    def _may_start(self, lease: Lease) -> bool:
+        """Whether the next id taken ahead may start, Redis aside: not when the process stops, or gives the shard
+        up or lost it meanwhile (the ids not started go back to the queue then, before the shard is released)."""
         if self.stop.is_set() or lease.lost is not None:
             return False
         if self.pool is not None:
@@ -379,7 +385,6 @@ class Processor:
                 return False
         elif any(kind != GIVE and asked is lease for kind, asked, _ in tuple(self.inbox)):
             return False
-        self._renew_if_short(lease)
         return True
 
     def _give_back(self, lease: Lease, release: bool) -> bool:

@@ -59,7 +59,6 @@ def _carry_on(handler: ShardHandler) -> bool:
 class ShardHandler:
     """A shard this thread holds the lease of: its worker instance, its queue, its lease."""
 
-    takes_ahead = True  # an async worker's handler does not: its performs wait on I/O
 
     def __init__(
         self,
@@ -98,8 +97,7 @@ class ShardHandler:
         # Take-ahead's cap, 1 where it is off: a batch worker takes batches; a group's permits are per batch; a
         # process-isolated perform may kill its child, whose crash blames every id in processing.
         cls = type(worker)
-        self._ahead = cls.take_ahead if (self.takes_ahead and cls.batch_size == 1 and self.limits is None
-                                          and not self._in_child) else 1
+        self._ahead = cls.take_ahead if (cls.batch_size == 1 and self.limits is None and not self._in_child) else 1
         self.pace = take_ahead.pace_of(cls)
         # Asked by a take-ahead run before each id after its first: whether it may start (the thread renews the
         # lease there when its budget is low); False puts the rest back. Set by the thread.

@@ -22,6 +22,7 @@ import lowkiq
 from lowkiq.console import Console
 from lowkiq.console.busy import busy_jobs
 from lowkiq.store import membership
+from lowkiq.store.id_history import TAKEN_AHEAD, IdHistories
 
 pytestmark = [pytest.mark.slow]
 
@@ -76,6 +77,31 @@ def test_an_async_worker_over_two_processes_performs_every_payload_once_in_order
         # Both processes performed async batches, and the sync worker beside them ran too.
         assert len({rec["pid"] for rec in records(tmp_path, "perform") if rec["worker"] == "Versions"}) == 2
         wait_until(lambda: len(performed_ids(tmp_path, "SyncSide")) == 10, timeout=10)
+    finally:
+        stop_all(processes)
+
+
+def test_quick_async_performs_take_ids_ahead_and_await_them_one_by_one_in_order_over_two_processes(
+        versions, r, redis_url, tmp_path):
+    worker = versions.Versions
+    # A backlog of distinct ids, queued before the servers start, leaves every shard many due ids at once.
+    backlog = {(f"backlog-{i}", 1) for i in range(600)}
+    worker.perform_async([{"id": job_id, "payload": {"v": v}, "score": v} for job_id, v in sorted(backlog)])
+    processes = [versions_server(tmp_path, redis_url, f"s{n}", APP_BATCH_SIZE="1", APP_PERFORM_SECONDS="0.0005")
+                 for n in range(2)]
+    try:
+        wait_until(lambda: settled(r, {p.pid for p in processes}, worker.shards_count), timeout=20)
+        producer = Producer(worker, ids=20, every=0.003).start()
+        time.sleep(3)
+        enqueued = producer.stop() | backlog
+        drain(r, worker, enqueued, tmp_path)
+        report = check(tmp_path, enqueued)
+        assert (report.lost, report.duplicates, report.overlaps, report.order) == (set(), set(), set(), set()), report
+        # One id per perform, whatever was taken ahead with it
+        assert all(len(rec["batch"]) == 1 for rec in records(tmp_path, "perform") if rec["worker"] == "Versions")
+        histories = IdHistories(r, worker.keys())
+        runs = [e for job_id, _ in sorted(backlog) for e in histories.of(job_id).events if e.reason == TAKEN_AHEAD]
+        assert runs and max(e.batch_size for e in runs) >= 4, runs[:3]
     finally:
         stop_all(processes)
 
@@ -187,8 +213,12 @@ def test_a_sync_and_an_async_worker_of_one_app_both_run_and_a_blocked_loop_is_lo
         server.kill()
 
 
-def test_kill_9_with_an_async_worker_in_the_mix_costs_only_its_in_flight_batches(versions, r, redis_url, tmp_path):
-    processes = [versions_server(tmp_path, redis_url, f"s{n}", APP_PERFORM_SECONDS="0.05") for n in range(3)]
+@pytest.mark.parametrize("shape", [{"APP_PERFORM_SECONDS": "0.05"},
+                                   {"APP_PERFORM_SECONDS": "0.001", "APP_BATCH_SIZE": "1"}],
+                         ids=["batches", "take-ahead"])
+def test_kill_9_with_an_async_worker_in_the_mix_costs_only_its_in_flight_batches(versions, r, redis_url, tmp_path,
+                                                                                  shape):
+    processes = [versions_server(tmp_path, redis_url, f"s{n}", **shape) for n in range(3)]
     try:
         kill_one_of_three(r, versions.Versions, processes, tmp_path, settle=20)
     finally:

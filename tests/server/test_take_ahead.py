@@ -3,6 +3,7 @@ performs them one at a time, in order, each on its own; what it does not start g
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from lowkiq.console import Console
 from lowkiq.console.busy import busy_jobs, over_time_limit
 from lowkiq.errors import ConfigurationError
 from lowkiq.server import take_ahead
+from lowkiq.server.async_handler import AsyncShardHandler
 from lowkiq.server.processor import Processor
 from lowkiq.server.shard_handler import ShardHandler
 from lowkiq.store import ownership, registry
@@ -58,12 +60,23 @@ class Isolated(Quick):
     isolation = "process"
 
 
+class AsyncQuick(lowkiq.Worker):
+    shards_count = 1
+    max_retry_count = 3
+
+    async def perform(self, payloads_by_id):
+        await asyncio.sleep(0)
+        CALLS.append(list(payloads_by_id))
+        if set(payloads_by_id) & FAILING:
+            raise ValueError(f"{list(payloads_by_id)} failed")
+
+
 @pytest.fixture(autouse=True)
 def setup(configure):
     CALLS.clear()
     FAILING.clear()
     take_ahead._paces.clear()  # each test's workers start without a pace
-    return configure(workers=[Quick, Slow, Off, Batched, Grouped, Isolated])
+    return configure(workers=[Quick, Slow, Off, Batched, Grouped, Isolated, AsyncQuick])
 
 
 def handler(worker, runtime=None) -> ShardHandler:
@@ -267,3 +280,48 @@ def test_an_id_past_its_time_limit_in_a_run_fails_alone_with_time_limit_exceeded
     assert job is not None and job.retry_count == 0
     assert job.error.startswith("TimeLimitExceeded: the perform ran past its time_limit of 0.3 s")
     assert h.pace.seconds > 1e-3  # the slow perform weighs on the pace: fewer ids ahead next time
+
+
+def async_handler(worker) -> AsyncShardHandler:
+    """An async worker's handler as a slot of the async executor has it, its blocking steps run in place."""
+    runtime = lowkiq.current()
+    q = runtime.queue(worker)
+    h = AsyncShardHandler(held_lease(q, 0), worker(), q, runtime.settings, Wire(runtime.client), clock=runtime.clock)
+
+    async def offload(fn, *args):
+        return fn(*args)
+
+    h.offload = offload
+    return h
+
+
+def test_an_async_worker_takes_ahead_awaits_each_id_alone_in_order_and_puts_back_what_it_did_not_start(clock, r):
+    ids = enqueue(AsyncQuick, clock, 17)
+    FAILING.add(ids[2])
+    h = async_handler(AsyncQuick)
+    first = asyncio.run(h.aperform(h.take(None)))
+    assert first is not None and first.ids == ids[:1]
+    h.pace.seconds = 1e-5  # a quick perform's pace, whatever this machine's load
+    asked: list[str] = []
+
+    async def between(handler):
+        asked.append(handler.lease.performing[0])  # the id performed last
+        return len(asked) < 3  # the slot says stop before the fourth id of the run
+
+    h.abetween = between
+    assert h.wanted() == -16
+    taken = h.take(first)
+    assert [j.id for j in taken.jobs] == ids[1:17]
+    ack = asyncio.run(h.aperform(taken))
+    assert asked == ids[1:4]
+    assert list(CALLS) == [[i] for i in ids[:4]]  # one id per perform, in order
+    assert ack is not None and ack.ids == [ids[1], ids[3]]  # the failing one failed alone
+    queries = lowkiq.current().queries(AsyncQuick)
+    assert queries.job(ids[2]).retry_count == 0
+    h.ack(ack.ids)
+    for job_id, at in zip(ids[4:], range(4, 17)):
+        job = queries.job(job_id)
+        assert (job.retry_count, job.perform_in) == (-1, clock.now - 100 + at)
+    back = [e for e in IdHistories(r, AsyncQuick.keys()).of(ids[10]).events if e.kind == "restored"]
+    assert len(back) == 1 and "taken ahead, not started" in back[0].summary
+    assert queries.busy() == []
