@@ -21,8 +21,11 @@ from ..transport import Batch
 from ..transport.errors import first_error
 from ..transport.resp import pack
 from ..transport.slots import routing_slot
+from ..transport.transport import as_transport
 
 if TYPE_CHECKING:
+    import redis
+
     from ..store.leases import Lease
     from ..transport import Transport
 
@@ -47,11 +50,12 @@ class HeadsProbe:
             slots += [slot, slot]
         self.batch = Batch(packed, slots)
 
-    def read(self, client: Transport) -> list[float | None]:
+    def read(self, client: Transport | redis.Redis) -> list[float | None]:
         """Each shard's earliest perform_in (None: empty)."""
         if not self.queues:
             return []
-        replies = first_error(client.execute(self.batch)[0])
+        transport = as_transport(client)
+        replies = first_error(transport.execute(self.batch)[0])
         out: list[float | None] = []
         mixed: list[int] = []
         for n in range(len(self.queues)):
@@ -66,7 +70,7 @@ class HeadsProbe:
                     mixed.append(n)
                 out.append(codec.seconds(score))
         if mixed:
-            self._earliest_micros(client, mixed, out)
+            self._earliest_micros(transport, mixed, out)
         return out
 
     def _earliest_micros(self, client: Transport, shards: list[int], out: list[float | None]) -> None:
@@ -85,6 +89,6 @@ def _first_score(reply: list[Any]) -> float:
     return float(first[1] if isinstance(first, list) else reply[1])
 
 
-def heads(client: Transport, leases: Sequence[Lease]) -> list[float | None]:
+def heads(client: Transport | redis.Redis, leases: Sequence[Lease]) -> list[float | None]:
     """One probe of ``leases``' shards (a probe kept for repeated use packs its commands once)."""
     return HeadsProbe(leases).read(client)
