@@ -97,8 +97,8 @@ class AsyncSlot(Processor):
         lease = handler.lease
         if not self._may_start(lease):
             return False
-        if lease.remaining() < self.settings.min_perform_budget:
-            await self.executor.offload(self._renew_if_short, lease)
+        if self._short(lease):
+            await self.executor.offload(self._renew, lease)
         return True
 
     async def arun(self) -> None:

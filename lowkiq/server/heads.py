@@ -63,9 +63,9 @@ class HeadsProbe:
             if not head:
                 out.append(None)
             elif groups:
-                out.append(_first_score(groups))  # group scores are seconds
+                out.append(codec.first_score(groups))  # group scores are seconds
             else:
-                score = _first_score(head)
+                score = codec.first_score(head)
                 if _LATER_THAN_MICROS <= score < codec.US_AT:
                     mixed.append(n)
                 out.append(codec.seconds(score))
@@ -80,13 +80,7 @@ class HeadsProbe:
         for n, micro in zip(shards, replies):
             if micro:
                 earlier: Any = out[n]
-                out[n] = min(earlier, codec.seconds(_first_score(micro)))
-
-
-def _first_score(reply: list[Any]) -> float:
-    """The score of a one-member reply WITHSCORES: [[member, score]] in RESP3, [member, score] in RESP2."""
-    first = reply[0]
-    return float(first[1] if isinstance(first, list) else reply[1])
+                out[n] = min(earlier, codec.seconds(codec.first_score(micro)))
 
 
 def heads(client: Transport | redis.Redis, leases: Sequence[Lease]) -> list[float | None]:

@@ -654,9 +654,12 @@ class Processor:
     # -- leases and failures -------------------------------------------------
 
     def _renew_if_short(self, lease: Lease) -> None:
-        """Renew the lease when less than ``min_perform_budget`` is left of it: a perform starts only with that much."""
-        if lease.remaining() < self.settings.min_perform_budget:
+        if self._short(lease):
             self._renew(lease)
+
+    def _short(self, lease: Lease) -> bool:
+        """Whether less than ``min_perform_budget`` is left of the lease: a perform starts only with that much."""
+        return lease.remaining() < self.settings.min_perform_budget
 
     def _renew(self, lease: Lease) -> None:
         sent_at = time.monotonic()

@@ -37,6 +37,13 @@ def seconds(raw: Any) -> float:
     return value / 1_000_000 if value >= US_AT else value
 
 
+def first_score(reply: Any) -> float:
+    """The score of the first member of a non-empty reply WITHSCORES, as stored: [member, score, ...] in RESP2,
+    [[member, score], ...] in RESP3."""
+    pair = reply[0] if isinstance(reply[0], (list, tuple)) else reply
+    return float(pair[1])
+
+
 def time_ranges(lo: str, hi: str) -> list[tuple[str, str]]:
     """A ``lo``..``hi`` range of seconds ('' unbounded) as the two raw score ranges that hold it: the seconds
     scores and the microseconds ones (ZCOUNT each and add)."""

@@ -239,11 +239,8 @@ def _queue(name: str, shards: list[ShardMetrics], now: float, paused: Pause | No
 
 
 def _head_score(reply: Any) -> float | None:
-    """The score of ZRANGE 0 0 WITHSCORES: [member, score] (RESP2) or [[member, score]] (RESP3)."""
-    if not reply:
-        return None
-    pair = reply[0] if isinstance(reply[0], (list, tuple)) else reply
-    return codec.seconds(pair[1])
+    """The score of ZRANGE 0 0 WITHSCORES, in seconds."""
+    return codec.seconds(codec.first_score(reply)) if reply else None
 
 
 def _parse_info(raw: Any) -> dict[str, Any]:
