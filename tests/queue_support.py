@@ -131,3 +131,26 @@ class RoundTrips:
 
         monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counting)
         monkeypatch.setattr(Link, "send", counting_link)
+
+
+def keys_of(job_id: str, worker: type[lowkiq.Worker] = OrdersWorker):
+    q = queue(worker)
+    return q.keys.shard(q.shard_of(job_id))
+
+
+def microseconds(job_id: str, worker: type[lowkiq.Worker] = OrdersWorker) -> None:
+    """Switch the shard of ``job_id`` to microsecond scores, as its migration's first step does (a shard not yet
+    migrated holds seconds scores only)."""
+    from lowkiq.store import score_units
+
+    lua.run(queue(worker).client, *score_units.migrate_call(keys_of(job_id, worker)))
+
+
+def old_producer_push(r, job_id: str, perform_in: float, payload: str = "p", score: float = 1.0) -> None:
+    """A job as the previous version's push wrote it: seconds as the float's text, no group."""
+    import msgpack
+
+    shard = keys_of(job_id)
+    r.hset(shard.payloads_hash, job_id, msgpack.packb([payload, score]))
+    r.zadd(shard.ids_by_perform_in_zset, {job_id: repr(perform_in)})
+    r.zadd(shard.ids_lex_zset, {job_id: 0})

@@ -3,12 +3,10 @@ second round trip only a shard that still holds seconds scores costs."""
 
 from __future__ import annotations
 
-import msgpack
 import pytest
-from queue_support import OrdersWorker, held_lease, queue
+from queue_support import OrdersWorker, held_lease, microseconds, old_producer_push, queue
 
 from lowkiq.server.heads import HeadsProbe
-from lowkiq.store import lua, score_units
 from lowkiq.transport import Transport
 
 
@@ -41,13 +39,6 @@ def ids_in_other_shards(count: int) -> list[str]:
     return out
 
 
-def migrated(job_id: str) -> None:
-    """Switch the shard of ``job_id`` to microsecond scores, as its migration's first step does (a shard
-    not yet migrated holds seconds scores only)."""
-    q = queue()
-    lua.run(q.client, "scores_migrate", q.keys.shard(q.shard_of(job_id)), (score_units.CHUNK,))
-
-
 def probe_of(job_ids: list[str]) -> tuple[HeadsProbe, list]:
     q = queue()
     leases = [held_lease(q, q.shard_of(job_id)) for job_id in job_ids]
@@ -74,7 +65,7 @@ def test_each_shard_answers_its_earliest_perform_in_its_next_group_or_none(r, cl
 def test_one_round_trip_of_two_reads_per_shard_when_every_score_is_in_microseconds(r, clock, transport):
     job_ids = ids_in_other_shards(3)
     for job_id in job_ids:
-        migrated(job_id)
+        microseconds(job_id)
     OrdersWorker.perform_async([{"id": job_id, "perform_in": clock.now + 10} for job_id in job_ids])
     probe, _ = probe_of(job_ids)
     r.config_resetstat()
@@ -85,15 +76,11 @@ def test_one_round_trip_of_two_reads_per_shard_when_every_score_is_in_microsecon
 
 def test_a_shard_holding_seconds_scores_alone_is_read_again_for_its_earliest_microseconds_one(r, clock, transport):
     old, plain = ids_in_other_shards(2)
-    migrated(old)
-    migrated(plain)
+    microseconds(old)
+    microseconds(plain)
     q = queue()
-    shard = q.keys.shard(q.shard_of(old))
     now = clock.now
-    # an older producer's job, in seconds, due after a new one of the same shard
-    r.hset(shard.payloads_hash, old, msgpack.packb(["p", 1.0]))
-    r.zadd(shard.ids_by_perform_in_zset, {old: repr(now + 300)})
-    r.zadd(shard.ids_lex_zset, {old: 0})
+    old_producer_push(r, old, now + 300)  # in seconds, due after a new job of the same shard
     same_shard_new = next(f"{old}-{n}" for n in range(10_000) if q.shard_of(f"{old}-{n}") == q.shard_of(old))
     OrdersWorker.perform_async([{"id": same_shard_new, "perform_in": now + 60},
                                 {"id": plain, "perform_in": now + 20}])

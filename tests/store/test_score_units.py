@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import msgpack
 import pytest
-from queue_support import OrdersWorker, actions, held_lease, queries, queue, queued, take
+from queue_support import (
+    OrdersWorker,
+    actions,
+    held_lease,
+    keys_of,
+    microseconds,
+    old_producer_push,
+    queries,
+    queue,
+    queued,
+    take,
+)
 
 from lowkiq.store import codec, lua, membership, score_units
 
@@ -19,25 +30,6 @@ US_AT = 1e12
 @pytest.fixture(autouse=True)
 def setup(configure):
     configure(workers=[OrdersWorker])
-
-
-def keys_of(job_id: str):
-    q = queue()
-    return q.keys.shard(q.shard_of(job_id))
-
-
-def microseconds(job_id: str) -> None:
-    """Switch the (still empty) shard of ``job_id`` to microsecond scores, as its migration's first step does."""
-    q = queue()
-    lua.run(q.client, "scores_migrate", keys_of(job_id), (score_units.CHUNK,))
-
-
-def old_producer_push(r, job_id: str, perform_in: float, payload: str = "p", score: float = 1.0) -> None:
-    """A job as the previous version's push wrote it: seconds as the float's text, no group."""
-    shard = keys_of(job_id)
-    r.hset(shard.payloads_hash, job_id, msgpack.packb([payload, score]))
-    r.zadd(shard.ids_by_perform_in_zset, {job_id: repr(perform_in)})
-    r.zadd(shard.ids_lex_zset, {job_id: 0})
 
 
 def raw_score(r, job_id: str) -> float:
