@@ -2,8 +2,9 @@
 
 A slot does what a server thread does, with the thread's own state and code (``Processor``): check a shard
 out of its worker's pool, take a batch with the ack of its previous one, perform, check the shard in. Its
-blocking steps (the Redis scripts, the pool's lock) run on the executor's threads, one hand-off per batch;
-only the perform runs on the loop. An idle slot sleeps on the loop: one slot of a pool polls for work coming
+blocking steps (the Redis scripts, the pool's lock) run on the executor's threads, one hand-off per take
+(a take of ids taken ahead is one too; a renewal between them, when the lease runs short, another); only the
+performs run on the loop. An idle slot sleeps on the loop: one slot of a pool polls for work coming
 due, the others wait for the pool's bell (lowkiq.server.async_executor).
 """
 
