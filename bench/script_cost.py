@@ -263,18 +263,21 @@ def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int, shar
 
 
 def source_at(revision: str, name: str) -> str:
-    """Script ``name`` as lowkiq.store.lua assembles it, from the files of git revision ``revision``."""
+    """Script ``name`` as git revision ``revision`` assembles it: that revision's lowkiq, exported to a temporary
+    folder, asked in a subprocess (its scripts and its assembly, whatever either was then)."""
+    import os
     import subprocess
+    import sys
+    import tempfile
 
     from bench import ROOT
 
-    def read(file: str) -> str:
-        return subprocess.run(["git", "show", f"{revision}:lowkiq/store/scripts/{file}.lua"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout
-
-    lib = "".join(read(part) for part in lua.LIBRARIES)
-    body = read(name)
-    return f"{lua_prelude()}{lua.used_definitions(lib, body)}\n{body}"
+    with tempfile.TemporaryDirectory() as folder:
+        archive = subprocess.run(["git", "archive", revision, "lowkiq"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        return subprocess.run([sys.executable, "-c", f"from lowkiq.store import lua; print(lua.script({name!r}).source, end='')"],
+                              cwd=folder, env={**os.environ, "PYTHONPATH": folder}, check=True, capture_output=True,
+                              text=True).stdout
 
 
 def push_versus(url: str, client: Any, revision: str, calls: int, per_call: int, pairs: int,

@@ -47,6 +47,8 @@ class Runtime:
         # Redis's time in this process, kept by a server's keeper: what due work waits for.
         self.redis_clock = RedisClock()
         self._producers: ThreadPoolExecutor | None = None  # aenqueue's threads, made at its first call
+        # Each worker's Queue on the client's transport, made once: perform_async is often a call of one job
+        self._queues: dict[type[Worker], Queue] = {}
 
     @property
     def redis_url(self) -> str:
@@ -67,8 +69,17 @@ class Runtime:
         return Transport(self.redis_url, pool_size=pool_size, timeout=self.settings.pool_timeout)
 
     def queue(self, worker: type[Worker], client: Transport | redis.Redis | None = None) -> Queue:
+        if client is None:
+            made = self._queues.get(worker)
+            # made again when the clock was set by hand or the client was closed since
+            if made is None or made.clock is not self.clock or made.client is not self._client:
+                made = self._queues[worker] = self._queue(worker, self.client)
+            return made
+        return self._queue(worker, client)
+
+    def _queue(self, worker: type[Worker], client: Transport | redis.Redis) -> Queue:
         s = self.settings
-        return Queue(client or self.client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error,
+        return Queue(client, worker.keys(), load_payload=s.load_payload, load_error=s.load_error,
                      clock=self.clock, worker=worker,
                      durable_wait_ms=int(s.replica_wait * 1000) if s.durable_enqueue else None)
 
@@ -144,6 +155,7 @@ class Runtime:
         if self._producers is not None:
             self._producers.shutdown(wait=False)
             self._producers = None
+        self._queues.clear()
         if self._client is not None:
             self._client.close()
             self._client = None

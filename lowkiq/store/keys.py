@@ -280,6 +280,8 @@ class QueueKeys:
             raise ValueError(f"shards_count must be a positive int, got {self.shards_count!r}")
 
     def shard(self, shard: int) -> ShardKeys:
+        if 0 <= shard < self.shards_count:
+            return _shard_keys(self.queue_name, self.shards_count)[shard]
         return ShardKeys(self.queue_name, shard)
 
     def shards(self) -> list[ShardKeys]:

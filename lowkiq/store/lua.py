@@ -120,6 +120,13 @@ def _included(folder: Any, body: str) -> str:
 
 _DEFINITION = re.compile(r"^local (?:function )?(\w+)")
 _WORD = re.compile(r"\w+")
+# String literals and comments: their words name no definition ("before" in a comment is not a call of before()).
+_NOT_CODE = re.compile(r"""'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|--\[\[.*?\]\]|--[^\n]*""", re.DOTALL)
+
+
+def _code_words(text: str) -> set[str]:
+    """The identifiers (and numbers) of Lua ``text``'s code."""
+    return set(_WORD.findall(_NOT_CODE.sub(" ", text)))
 
 
 def used_definitions(lib: str, body: str, rare: frozenset[str] | set[str] = frozenset()) -> str:
@@ -144,7 +151,7 @@ def used_definitions(lib: str, body: str, rare: frozenset[str] | set[str] = froz
             comments.append(line)  # a top-level comment: it belongs to the definition below it
         elif blocks:
             blocks[-1][1].append(line)
-    words = set(_WORD.findall(body))
+    words = _code_words(body)
     wanted = _reached(blocks, words)
     if not rare:
         return "".join("".join(lines) for name, lines in blocks if name in wanted)
@@ -170,7 +177,7 @@ def _reached(blocks: Sequence[tuple[str, list[str]]], words: set[str]) -> set[st
     wanted = set(words)
     for name, lines in reversed(blocks):  # a definition only uses the ones above it
         if name in wanted:
-            wanted.update(_WORD.findall("".join(lines)))
+            wanted.update(_code_words("".join(lines)))
     return wanted
 
 

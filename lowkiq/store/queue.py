@@ -146,16 +146,16 @@ class Queue:
                 blob = msgpack.packb(part, use_bin_type=False)
                 keys = self.keys.shard(shard)
                 first, stop = i // 4, (i + step) // 4
-                groups = [x for number, group in grouped.get(shard, ()) if first <= number < stop
-                          for x in (number - first + 1, group)]
-                tags = [x for number, job_tags in tagged.get(shard, ()) if first <= number < stop
-                        for x in (number - first + 1, list(job_tags))]
+                groups = [x for number, group in grouped[shard] if first <= number < stop
+                          for x in (number - first + 1, group)] if shard in grouped else None
+                tags = [x for number, job_tags in tagged[shard] if first <= number < stop
+                        for x in (number - first + 1, list(job_tags))] if shard in tagged else None
                 calls.append(("push", keys, (blob, defaults_before, limit, overflow, WAKE_CHANNEL, keys.wake_message,
                                             hold, msgpack.packb(groups, use_bin_type=False) if groups else "",
                                             *debounce_args, self._history,
                                             msgpack.packb(tags, use_bin_type=False) if tags else "")))
                 call_positions.append(positions[shard][i // 4 : (i + step) // 4])
-                defaults_before += sum(1 for flag in part[3::4] if flag)
+                defaults_before += part[3::4].count(True)
         return calls, call_positions
 
     def _written(self, replies: Sequence[Any], limit: int) -> int:

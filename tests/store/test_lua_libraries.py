@@ -40,7 +40,7 @@ def test_every_library_is_in_the_list_and_each_definition_uses_only_the_ones_abo
 def test_a_script_gets_the_definitions_it_uses_from_every_library():
     # ack_and_take uses something of nearly every topic: the clock, payloads, groups, spill, tags, history, leases
     source = lua.script("ack_and_take").source
-    for name in ("server_clock", "encode", "group_put", "spill_read", "tags_forget", "history_held",
+    for name in ("server_clock", "encode", "group_drop", "spill_read", "tags_forget", "history_held",
                  "refusal", "acknowledge", "depend_settled"):
         assert f"local function {name}(" in source, name
     assert "local function content_matches(" not in source  # an operators' filter: not the take's
@@ -66,3 +66,20 @@ def test_rare_keeps_what_the_hot_path_uses_at_the_top():
     top, _, inside = assembled.partition("local function rare()")
     assert "local function a(" in top and "local function b(" in top
     assert "local function c(" in inside and "local function c(" not in top
+
+
+def test_words_in_comments_and_strings_build_nothing():
+    # each definition a script gets is a closure built on every call: a comment saying "before" or a string
+    # holding "b" must not make the script build before() or b()
+    lib = ("local function before() return 1 end\n"
+           "-- a comment that names before()\n"
+           "local function b() return 2 end\n"
+           "local function c() return b() end\n")
+    body = "-- run before the writes\nlocal s = 'b' .. \"before\" --[[ before\nb ]]\nreturn c()\n"
+    assembled = lua.used_definitions(lib, body)
+    assert "local function c(" in assembled and "local function b(" in assembled  # c calls b: kept
+    assert "local function before(" not in assembled
+    # the scripts themselves: push's comments say "before", the take's group comments name group_put
+    hot_push, _, _ = lua.script("push").source.partition("local function rare()")
+    assert "local function before(" not in hot_push  # the merge builds it, in rare()
+    assert "local function group_put(" not in lua.script("ack_and_take").source

@@ -354,3 +354,20 @@ def test_shards_count_is_bounded_at_definition(count):
     with pytest.raises(ValueError, match=r"Bad.shards_count must be a positive int, at most 4096"):
         type("Bad", (lowkiq.Worker,), {"shards_count": count})
     assert type("Wide", (lowkiq.Worker,), {"shards_count": 4096}).shards_count == 4096
+
+
+def test_a_producer_reuses_its_queue_until_the_clock_or_the_client_changes(clock):
+    runtime = lowkiq.current()
+    first = runtime.queue(OrdersWorker)
+    assert runtime.queue(OrdersWorker) is first  # a one-job perform_async builds no Queue
+    # a clock set by hand after the first push is the next push's clock
+    later = type(clock)(clock.now + 500)
+    runtime.clock = later
+    OrdersWorker.perform_async([{"id": "late"}])
+    assert queued("late").perform_in == later.now
+    assert runtime.queue(OrdersWorker) is not first
+    # a closed runtime's transport is not used again: the next push opens a new one
+    again = runtime.queue(OrdersWorker)
+    runtime.close()
+    OrdersWorker.perform_async([{"id": "after-close"}])
+    assert runtime.queue(OrdersWorker) is not again and queued("after-close").perform_in == later.now
