@@ -112,7 +112,7 @@ class Lag(Scheduler):
         return None
 
     def idle_for(self) -> float:
-        heads = [h for i, h in enumerate(self.heads) if i not in self.busy] if self.busy else self.heads
+        heads = self._free_heads()
         wait = (min(heads) if heads else INF) - self.context.clock()
         return min(self.context.poll_interval, max(wait, 0.001))
 
@@ -125,19 +125,30 @@ class Lag(Scheduler):
     def forget(self) -> None:
         self.probed_at = -INF
 
+    def _free_heads(self) -> list[float]:
+        """The heads with every busy shard's as INF (never the minimum of a free one): a pool of hundreds of shards
+        is searched by C loops (min, index) at each checkout, not by a Python loop over its shards."""
+        if not self.busy:
+            return self.heads
+        heads = self.heads.copy()
+        for index in self.busy:
+            if 0 <= index < len(heads):
+                heads[index] = INF
+        return heads
+
     def _oldest(self) -> int | None:
-        heads = self.heads
-        free = [i for i in self._indexes if i not in self.busy] if self.busy else self._indexes
-        if not free:
-            return None
-        oldest = min(free, key=heads.__getitem__)
+        heads = self._free_heads()
+        soonest = min(heads, default=INF)
+        if soonest == INF:  # every shard busy (None), or none known to hold work: the first free one
+            return next((i for i in self._indexes if i not in self.busy), None)
+        oldest = heads.index(soonest)
         if self.levels is None:
             return oldest
         now = self.context.clock()
-        if heads[oldest] > now:
+        if soonest > now:
             return oldest  # nothing ready: the soonest, whatever its priority
         priorities = self.priorities
-        return min((i for i in free if heads[i] <= now), key=lambda i: (-priorities[i], heads[i]))
+        return min((i for i in self._indexes if heads[i] <= now), key=lambda i: (-priorities[i], heads[i]))
 
     def _probe(self, now: float) -> None:
         self.heads = [INF if head is None else head for head in self.context.probe()]

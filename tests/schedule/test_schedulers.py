@@ -50,6 +50,23 @@ def test_lag_picks_the_most_overdue_shard(clock):
     assert probe.calls == 1
 
 
+def test_lag_passes_over_the_shards_other_slots_perform(clock):
+    now = clock()
+    ctx, _ = context([now - 5, now - 50, None, now - 40, now + 10], clock)
+    lag = Lag(ctx)
+    lag.busy = {1}
+    assert lag.next_shard() == 3  # the most overdue of the free ones
+    lag.busy = {1, 3, 0}
+    assert lag.next_shard() is None  # what is left is empty or not due yet
+    assert lag.idle_for() == pytest.approx(1.0)  # the soonest free head is 10 s away: a poll interval
+    lag.busy = {0, 1, 2, 3, 4}
+    assert lag.next_shard() is None and lag.idle_for() == pytest.approx(1.0)
+    lag.busy = {1}
+    lag.heads = [float("inf")] * 5  # nothing known to be held anywhere: the first free shard
+    lag.probed_at = now
+    assert lag._oldest() == 0
+
+
 def test_lag_learns_from_takes_without_probing(clock):
     now = clock()
     ctx, probe = context([now - 30, now - 20], clock)
