@@ -32,6 +32,7 @@ import redis
 from ..transport import Batch, Transport, as_transport
 from ..transport.errors import checked
 from ..transport.resp import bulk, encode
+from ..transport.session import Session
 from ..transport.slots import Keyset, keyset_slot, routing_slot
 from .keys import lua_prelude
 
@@ -205,11 +206,14 @@ def run_many(client: Transport | redis.Redis, calls: Sequence[Call], *, settle: 
     """
     if not calls:
         return []
-    borrowed = Wire(client)
+    borrowed = Wire.borrowed(client)
     try:
-        return borrowed.call_many(calls, settle=settle)
-    finally:
+        replies = borrowed.call_many(calls, settle=settle)
+    except BaseException:
         borrowed.close()
+        raise
+    borrowed.give_back()
+    return replies
 
 
 def run_many_with(client: Transport | redis.Redis, calls: Sequence[Call],
@@ -218,12 +222,14 @@ def run_many_with(client: Transport | redis.Redis, calls: Sequence[Call],
 
     Replies in order, an error in its command's place: for reads that go with a listing.
     """
-    borrowed = Wire(client)
+    borrowed = Wire.borrowed(client)
     try:
         extra = [(routing_slot(key), [encode(part) for part in command]) for key, command in commands]
         results = borrowed._send(calls, extra)
-    finally:
+    except BaseException:
         borrowed.close()
+        raise
+    borrowed.give_back()
     return results[: len(calls)], results[len(calls):]
 
 
@@ -244,10 +250,20 @@ def node_name(client: Transport | redis.Redis, keyset: Keyset) -> str:
 class Wire:
     """One thread's own connections to Redis (one per node it calls), for scripts on the hot path."""
 
-    def __init__(self, client: Transport | redis.Redis) -> None:
+    def __init__(self, client: Transport | redis.Redis, session: Session | None = None) -> None:
         self.transport = as_transport(client)
-        self._session = self.transport.session()
+        self._session = session or self.transport.session()
         self._prefixes: dict[tuple[str, Keyset], tuple[int, bytes, int, str]] = {}
+
+    @classmethod
+    def borrowed(cls, client: Transport | redis.Redis) -> Wire:
+        """A wire for one call, on the transport's kept session when it has one (``Transport.borrow``):
+        ``give_back()`` after the call, ``close()`` after an error."""
+        transport = as_transport(client)
+        return cls(transport, transport.borrow())
+
+    def give_back(self) -> None:
+        self.transport.give_back(self._session)
 
     @property
     def client(self) -> Transport:

@@ -10,6 +10,7 @@ before any is raised.
 
 from __future__ import annotations
 
+import select
 from collections.abc import Sequence
 from typing import Any
 
@@ -115,6 +116,19 @@ class Link:
             raise redis.TimeoutError("Timeout writing to socket") from exc
         except OSError as exc:
             raise redis.ConnectionError(f"Error while writing to socket: {exc}") from exc
+
+    def idle(self) -> bool:
+        """Nothing to read on its connection (nor a close): it may send a new command and read its reply."""
+        sock = self.connection._sock
+        if sock is None:
+            return True  # connects on its next send
+        # one system call that never waits (a recv would wait out the socket's timeout)
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        try:
+            return not poller.poll(0)
+        except OSError:
+            return False
 
     def read_into(self, out: list[Any], count: int) -> int:
         """Append ``count`` replies to ``out``; an error reply is an exception object in its place.

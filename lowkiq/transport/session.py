@@ -25,6 +25,7 @@ calls ran, which did not, and which may have (their reply was lost).
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -66,6 +67,7 @@ class Session:
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
+        self._pid = os.getpid()  # a forked child must not use its parent's sockets
         self._links: dict[Node, Link] = {}
         self._generation = -1
         self._sent_with: Topology | None = None
@@ -357,6 +359,19 @@ class Session:
         for node in [n for n in self._links if n not in current]:
             self._links.pop(node).close()
         self._generation = topology.generation
+
+    def sound(self) -> bool:
+        """Whether it may serve another call: made by this process, and none of its connections has anything to
+        read (a reply nobody asked for, or the server's close after an idle timeout or a restart)."""
+        return self._pid == os.getpid() and all(link.idle() for link in self._links.values())
+
+    def discard(self) -> None:
+        """Let go of a session that is not sound: its connections closed, or, in a forked child, left alone
+        (they are the parent's; the child's pools start afresh)."""
+        if self._pid == os.getpid():
+            self.close(disconnect=True)
+        else:
+            self._links = {}
 
     def close(self, *, disconnect: bool = False) -> None:
         """Give every connection back to its pool."""
