@@ -288,6 +288,21 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GiB"
 
 
+def as_served(runtime: Any, worker: Any) -> bool:
+    """``worker``'s shards switched to integer microsecond scores, as every server leaves them within seconds of
+    its start (the keeper's score_migration duty), so that a drain measures what a running deployment pays and not
+    the one-time migration of a queue written before any server ran (``bench.score_units`` measures that apart).
+    False for code from before integer scores (``python -m bench.versus --before REV``), which writes seconds."""
+    import importlib.util
+
+    if importlib.util.find_spec("lowkiq.store.score_units") is None:
+        return False
+    from lowkiq.store import lua, score_units
+
+    lua.run_many(runtime.client, [score_units.migrate_call(shard) for shard in runtime.queue(worker).keys.shards()])
+    return True
+
+
 def hold(queue: Any, shard: int, member: str, ttl: float) -> Any:
     """Shard ``shard``'s lease of ``queue``'s worker for ``member``, as a server acquires it (its holdings).
 

@@ -11,7 +11,7 @@ import redis
 
 import lowkiq
 
-from .common import MARK_FIRST, MARK_LAST, Drain, LowkiqServer, RedisCounters, Sizes, log, wait_drained, wait_for
+from .common import MARK_FIRST, MARK_LAST, Drain, LowkiqServer, RedisCounters, Sizes, as_served, log, wait_drained, wait_for
 from .profiling import Profile, SpyRecorder
 
 
@@ -55,6 +55,7 @@ def drain_blank(url: str, sizes: Sizes, *, scheduler: str, shards_count: int, ba
     worker = blank_worker(shards_count, batch_size)
     runtime = lowkiq.configure(workers=[worker], redis_url=url)
     try:
+        as_served(runtime, worker)
         enqueue = enqueue_blank(worker, sizes.jobs, sizes.slice)
     finally:
         runtime.close()

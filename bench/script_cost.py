@@ -3,8 +3,8 @@ shard as fast as it can on a warm Redis, and ``INFO commandstats`` says what eac
 
     python -m bench.script_cost [--jobs 20000] [--batch 1]
     python -m bench.script_cost --steps [--jobs 4000] [--runs 3] [--batch -16]
-    python -m bench.script_cost --push-steps [--calls 3000] [--ids-per-call 10] [--shards 1000] [--runs 3]
-    python -m bench.script_cost --push-before REV [--ids-per-call 1] [--ids 1000] [--shards 1000] [--pairs 6]
+    python -m bench.script_cost --push-steps [--calls 3000] [--ids-per-call 10] [--shards 1000] [--runs 3] [--micro]
+    python -m bench.script_cost --push-before REV [--ids-per-call 1] [--ids 1000] [--shards 1000] [--pairs 6] [--micro]
 
 ``--steps`` says where a call's time goes: the hot script is run cut after each of its steps (each cut
 returns at once, on fresh queues of the same shape), so a step costs the difference between two cuts;
@@ -16,7 +16,14 @@ ids (docs/take-ahead.md): the steps are then per call of 16 jobs (the floor stay
 into one shard, as ``perform_async`` packs them (``--ids-per-call 1`` is a one-job ``perform_async``); with
 ``--shards 1000`` the calls are those of ``perform_async`` calls of 1,000 × ``--ids-per-call`` jobs into 1,000 shards
 (10: issue 39's 10,000 jobs into 1,000 shards). ``--push-before REV`` runs push.lua as it was at git revision REV
-(assembled from REV's script and library files) and today's on the same calls, in alternating turns.
+(as REV's own code assembles it) and today's on the same calls, in alternating turns. ``--micro``: into shards
+migrated to integer microsecond scores, as a running server leaves them (without it, in seconds, as a queue no
+server has served yet). At 1,000 shards ``--calls`` sets how full the shards get: 3,000 calls of 10 ids leave
+about 30 jobs in each, 10,000 about 100 (a shard of fewer than 128 keeps its sorted sets and hash as listpacks,
+walked on each write).
+
+Every variant runs in a Lua interpreter of its own (``SCRIPT FLUSH`` before its turn), so that one variant's
+garbage is not collected on another's time.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Any
 import lowkiq
 from bench.common import RedisCounters, hold
 from bench.redis_server import RedisServer
-from lowkiq.store import lua
+from lowkiq.store import lua, score_units
 from lowkiq.store.keys import lua_prelude
 
 # Where the hot script is cut, in order: (what the step adds, the line of ack_and_take.lua it ends before).
@@ -210,7 +217,7 @@ def push_cuts() -> list[tuple[str, str]]:
 
 
 def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_call: int,
-               block: int = 200, pool: int = 0, shards: int = 1) -> dict[str, float]:
+               block: int = 200, pool: int = 0, shards: int = 1, micro: bool = False) -> dict[str, float]:
     """Redis CPU (µs) per call of each of ``sources`` run as push.lua, each call ``per_call`` new ids (with ``pool``,
     ids taken in turn from that many: once each is queued, a push merges a version into it). With ``shards``
     above 1, the calls are those of ``perform_async`` calls of ``shards`` × ``per_call`` new jobs into a worker
@@ -228,6 +235,8 @@ def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_c
                                                          "perform": lambda self, payloads_by_id: None})
         runtime = lowkiq.configure(workers=[worker], redis_url=url)
         queue = runtime.queue(worker)
+        if micro:  # shards written in integer microseconds, as a server leaves them (bench.score_units)
+            lua.run_many(runtime.client, [score_units.migrate_call(shard) for shard in queue.keys.shards()])
         scripted[label] = []
         dump = runtime.settings.dump_payload
         while shards > 1 and len(scripted[label]) < calls:
@@ -255,12 +264,13 @@ def push_costs(url: str, client: Any, sources: dict[str, str], calls: int, per_c
     return {label: total / calls for label, total in usec.items()}
 
 
-def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int, shards: int = 1) -> dict[str, Any]:
+def push_steps(url: str, client: Any, calls: int, per_call: int, runs: int, shards: int = 1,
+               micro: bool = False) -> dict[str, Any]:
     """Each step of push.lua's Redis CPU per call (median of ``runs``; the cuts take turns), and the whole."""
     variants = dict(push_cuts())
     costs: dict[str, list[float]] = {label: [] for label in variants}
     for _ in range(runs):
-        for label, usec in push_costs(url, client, variants, calls, per_call, shards=shards).items():
+        for label, usec in push_costs(url, client, variants, calls, per_call, shards=shards, micro=micro).items():
             costs[label].append(usec)
     cut = [statistics.median(costs[label]) for label in variants]
     labels = list(variants)
@@ -287,14 +297,14 @@ def source_at(revision: str, name: str) -> str:
 
 
 def push_versus(url: str, client: Any, revision: str, calls: int, per_call: int, pairs: int,
-                pool: int = 0, shards: int = 1) -> list[tuple[float, float]]:
+                pool: int = 0, shards: int = 1, micro: bool = False) -> list[tuple[float, float]]:
     """(before, after) Redis CPU per push call (µs) of push.lua at ``revision`` and today's, ``pairs`` times, taking
     turns within each (who starts alternates)."""
     before, after = source_at(revision, "push"), lua.script("push").source
     out = []
     for n in range(pairs):
         sources = {"before": before, "after": after} if n % 2 == 0 else {"after": after, "before": before}
-        found = push_costs(url, client, sources, calls, per_call, pool=pool, shards=shards)
+        found = push_costs(url, client, sources, calls, per_call, pool=pool, shards=shards, micro=micro)
         out.append((found["before"], found["after"]))
     return out
 
@@ -314,11 +324,13 @@ def main() -> None:
                         help="push scripts of perform_async calls of shards × ids-per-call jobs into that many shards")
     parser.add_argument("--ids", type=int, default=0,
                         help="--push-before: ids taken in turn from this many (0: every id new), so pushes merge")
+    parser.add_argument("--micro", action="store_true",
+                        help="push scripts into shards migrated to integer microsecond scores, as a server leaves them")
     args = parser.parse_args()
     if args.push_before:
         with RedisServer() as server:
             found = push_versus(server.url, server.client(), args.push_before, args.calls, args.ids_per_call, args.pairs,
-                                args.ids, args.shards)
+                                args.ids, args.shards, args.micro)
         shape = f"ids taken in turn from {args.ids}" if args.ids else "new ids"
         where = "one shard" if args.shards == 1 else f"{args.shards:,} shards"
         print(f"push.lua, {args.ids_per_call} job(s) per call into {where} ({shape}), Redis CPU per call "
@@ -330,7 +342,8 @@ def main() -> None:
         return
     if args.push_steps:
         with RedisServer() as server:
-            found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs, args.shards)
+            found = push_steps(server.url, server.client(), args.calls, args.ids_per_call, args.runs, args.shards,
+                               args.micro)
         where = "one shard" if args.shards == 1 else f"{args.shards:,} shards (about that many per script)"
         print(f"push.lua, {args.ids_per_call} new id(s) per call into {where}, Redis CPU per call:")
         for label, usec in found["steps"]:

@@ -27,7 +27,8 @@ Workloads:
   5 shards, batch_size 1, lag scheduler), drains ``--jobs`` (100,000) blank jobs that the side
   enqueued with its own code; the drain is timed from the first perform's start to the last one's
   end (the app's marks in Redis). The server is the side's ``lowkiq.cli:main`` (the console script's entry
-  point) run by this interpreter with the side's ``PYTHONPATH``.
+  point) run by this interpreter with the side's ``PYTHONPATH``. A side with integer microsecond scores
+  enqueues into shards already migrated, as its servers leave them (``bench.common.as_served``).
 - ``enqueue-one``: the producer of ``bench.async_io``: ``--jobs`` (5,000) ``perform_async`` calls of one job
   each, ids taken in turn from 1,000, into a worker of 500 shards (a call merges into an id still queued
   once every id is). Calls/s, this process's CPU per call (Python and its system calls), Redis CPU per call.
@@ -299,13 +300,14 @@ def server_blank(url: str, jobs: int, rounds: int) -> dict[str, Any]:
 
     import lowkiq
 
-    from .common import LowkiqServer, wait_drained
+    from .common import LowkiqServer, as_served, wait_drained
 
     client = redis.Redis.from_url(url)
     client.flushall()
     worker = type("BlankWorker", (lowkiq.Worker,), {"shards_count": SHARDS, "batch_size": 1,
                                                     "perform": lambda self, payloads_by_id: None})
     runtime = lowkiq.configure(workers=[worker], redis_url=url)
+    as_served(runtime, worker)
     started = time.perf_counter()
     for start in range(0, jobs, SLICE):
         worker.perform_async([{"id": i, "payload": str(i)} for i in range(start, min(jobs, start + SLICE))])

@@ -49,3 +49,17 @@ def test_async_io_bench_runs_in_smoke_mode_and_its_drain_drains_every_id():
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert re.search(r"drained 200 ids at [\d,]+ jobs/s; the server's CPU [\d,]+ µs per job", done.stdout + done.stderr), \
         done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_script_cost_compares_push_with_an_older_revision_as_that_revision_assembled_it():
+    # HEAD against the working tree: the older script comes from HEAD's own lowkiq, run in a subprocess
+    done = subprocess.run([sys.executable, "-m", "bench.script_cost", "--push-before", "HEAD", "--calls", "40",
+                           "--pairs", "1", "--ids-per-call", "2", "--micro"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.search(r"median [\d.]+ → [\d.]+, median of the ratios [\d.]+×", done.stdout), done.stdout[-3000:]
+    done = subprocess.run([sys.executable, "-m", "bench.script_cost", "--push-steps", "--calls", "40", "--runs", "1",
+                           "--shards", "20", "--micro"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "the whole script, per call" in done.stdout and "the history entry: XADD" in done.stdout
