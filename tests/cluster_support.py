@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 from redis_cluster import RedisCluster
@@ -58,13 +59,25 @@ def migrate_keys(cluster: RedisCluster, slot: int, source: int, target: int, key
         moved += len(batch)
 
 
-def close_migration(cluster: RedisCluster, slot: int, target: int) -> None:
-    """The slot belongs to ``target`` now: told to the target first, then to every other primary."""
+def close_migration(cluster: RedisCluster, slot: int, target: int, timeout: float = 10.0) -> None:
+    """The slot belongs to ``target`` now: told to the target first, then to every other primary; returns once
+    every live node, replicas included (they learn it by gossip), names ``target`` as its owner, so that the
+    next look at the slot map (``cluster.owner``, which may ask a replica) is not the old one."""
     target_id = cluster.node_id(target)
     cluster.client(target).execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
     for port in cluster.primaries():
         if port != target:
             cluster.client(port).execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
+    deadline = time.monotonic() + timeout
+    while True:
+        stale = [port for port in cluster.alive()
+                 if next((p for start, end, p in cluster.slot_owners(cluster.client(port)) if start <= slot <= end),
+                         None) != target]
+        if not stale:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nodes {stale} still name another owner of slot {slot} {timeout} s after it moved to {target}")
+        time.sleep(0.02)
 
 
 def move_slot(cluster: RedisCluster, slot: int, target: int) -> int:
