@@ -312,7 +312,10 @@ class Queue:
             job_id = reply[i].decode()
             retry_count, perform_in, err, flat = codec.processing_fields(reply[i + 1])
             try:
-                payloads = [(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)]
+                if len(flat) == 2:  # one payload, as most ids hold: no comprehension to build
+                    payloads = [(load_payload(flat[0]), float(flat[1]))]
+                else:
+                    payloads = [(load_payload(flat[j]), float(flat[j + 1])) for j in range(0, len(flat), 2)]
             except Exception as exc:
                 # A poison payload must not stop the server: the batch fails and retries, then dies.
                 payloads = []

@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -371,3 +372,20 @@ def test_a_producer_reuses_its_queue_until_the_clock_or_the_client_changes(clock
     runtime.close()
     OrdersWorker.perform_async([{"id": "after-close"}])
     assert runtime.queue(OrdersWorker) is not again and queued("after-close").perform_in == later.now
+
+
+def test_json_payloads_load_as_json_loads_would_whatever_their_bytes():
+    # load_json decodes lowkiq's own UTF-8 straight; other encodings json.loads guesses, and its errors, are kept
+    from lowkiq.serializers import dump_json, load_json
+
+    for value in ({"b": [1, 2.5, None]}, "é€😀", 1e300, ""):
+        assert load_json(dump_json(value)) == value
+    assert load_json('{"a": "ü"}'.encode("utf-16")) == {"a": "ü"}
+    assert load_json(b'\xef\xbb\xbf"with a BOM"') == "with a BOM"
+    assert load_json(bytearray(b"[1]")) == [1]
+    for bad in (b"{", b"", b"\xc3("):
+        with pytest.raises(ValueError) as got:
+            load_json(bad)
+        with pytest.raises(ValueError) as expected:
+            json.loads(bad)
+        assert type(got.value) is type(expected.value)
