@@ -21,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -206,14 +207,8 @@ def run_many(client: Transport | redis.Redis, calls: Sequence[Call], *, settle: 
     """
     if not calls:
         return []
-    borrowed = Wire.borrowed(client)
-    try:
-        replies = borrowed.call_many(calls, settle=settle)
-    except BaseException:
-        borrowed.close()
-        raise
-    borrowed.give_back()
-    return replies
+    with Wire.borrowed(client) as borrowed:
+        return borrowed.call_many(calls, settle=settle)
 
 
 def run_many_with(client: Transport | redis.Redis, calls: Sequence[Call],
@@ -222,14 +217,9 @@ def run_many_with(client: Transport | redis.Redis, calls: Sequence[Call],
 
     Replies in order, an error in its command's place: for reads that go with a listing.
     """
-    borrowed = Wire.borrowed(client)
-    try:
+    with Wire.borrowed(client) as borrowed:
         extra = [(routing_slot(key), [encode(part) for part in command]) for key, command in commands]
         results = borrowed._send(calls, extra)
-    except BaseException:
-        borrowed.close()
-        raise
-    borrowed.give_back()
     return results[: len(calls)], results[len(calls):]
 
 
@@ -256,14 +246,13 @@ class Wire:
         self._prefixes: dict[tuple[str, Keyset], tuple[int, bytes, int, str]] = {}
 
     @classmethod
-    def borrowed(cls, client: Transport | redis.Redis) -> Wire:
-        """A wire for one call, on the transport's kept session when it has one (``Transport.borrow``):
-        ``give_back()`` after the call, ``close()`` after an error."""
+    @contextmanager
+    def borrowed(cls, client: Transport | redis.Redis) -> Iterator[Wire]:
+        """A wire for one call (a ``with`` block), on the transport's kept session when it has one
+        (``Transport.lent``)."""
         transport = as_transport(client)
-        return cls(transport, transport.borrow())
-
-    def give_back(self) -> None:
-        self.transport.give_back(self._session)
+        with transport.lent() as session:
+            yield cls(transport, session)
 
     @property
     def client(self) -> Transport:

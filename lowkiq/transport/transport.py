@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import redis
@@ -195,17 +196,23 @@ class Transport:
                 return
         session.close()
 
-    def execute(self, batch: Batch, *, each_node: Sequence[Any] | None = None,
-                replicas: bool = False) -> tuple[list[Any], Sequence[NodeReply]]:
-        """One batch on borrowed connections; see ``Session.execute``."""
+    @contextmanager
+    def lent(self) -> Iterator[Session]:
+        """``borrow`` for the length of a ``with`` block: given back at its end, closed when it raises (a call
+        interrupted between its send and its replies must not leave them to the next one)."""
         session = self.borrow()
         try:
-            result = session.execute(batch, each_node=each_node, replicas=replicas)
+            yield session
         except BaseException:
             session.close()
             raise
         self.give_back(session)
-        return result
+
+    def execute(self, batch: Batch, *, each_node: Sequence[Any] | None = None,
+                replicas: bool = False) -> tuple[list[Any], Sequence[NodeReply]]:
+        """One batch on borrowed connections; see ``Session.execute``."""
+        with self.lent() as session:
+            return session.execute(batch, each_node=each_node, replicas=replicas)
 
     def pipeline_commands(self, routed: Sequence[tuple[str | bytes, Sequence[Any]]], *,
                           settle: bool = False) -> list[Any]:
